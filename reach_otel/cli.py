@@ -1,0 +1,76 @@
+"""The `reach-otel` command line: a thin argparse front over the library and the collector.
+
+Each command group lives with the code it drives; this module only wires them together, so
+`reach-otel --help` works even where the collector's optional dependencies are not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from reach_otel import __version__
+
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def _register_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = sub.add_parser("demo", help="run the end-to-end demo (collector, agents, alerts)")
+    demo.add_argument("--db", default=None, help="DuckDB file for the demo's collector")
+    demo.add_argument("--port", type=int, default=None, help="collector port")
+    demo.add_argument("--duration", type=float, default=None, help="seconds of traffic")
+    demo.add_argument("--serve", action="store_true", help="keep the collector running afterwards")
+    demo.set_defaults(func=_demo_not_built)
+
+
+def _demo_not_built(args: argparse.Namespace) -> int:
+    print(
+        "reach-otel demo: the end-to-end demo is not built yet.\n"
+        "Available today: the instrumentation library (reach_otel.init, @agent, @tool, @llm,\n"
+        "@workflow, handoff, session, gate, inject/extract). See README.md.",
+    )
+    return 0
+
+
+def _optional_registrations() -> list[Register]:
+    """Command groups owned by other packages, added when they import cleanly."""
+    found: list[Register] = []
+    try:
+        from reach_collector.cli import register as collector_register
+    except ImportError:
+        pass
+    else:
+        found.append(collector_register)
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reach-otel",
+        description="Tracing, metrics and alerting for multi-agent LLM systems.",
+    )
+    parser.add_argument("--version", action="version", version=f"reach-otel {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _register_demo(sub)
+    for register in _optional_registrations():
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Every span name, attribute key, event name and baggage key reach-otel writes or reads.
+
+GenAI keys follow the OpenTelemetry GenAI semantic conventions (v1.41.0); our own live under
+``reach.*``. The collector imports this module too, so the two sides can never drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- operation names (gen_ai.operation.name values) and span name prefixes --------------------
+OP_WORKFLOW: Final = "invoke_workflow"
+OP_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+OP_TEXT_COMPLETION: Final = "text_completion"
+OP_GENERATE_CONTENT: Final = "generate_content"
+OP_EMBEDDINGS: Final = "embeddings"
+OP_TOOL: Final = "execute_tool"
+OP_HANDOFF: Final = "handoff"
+LLM_OPERATIONS: Final = (OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT, OP_EMBEDDINGS)
+
+HEARTBEAT_SPAN_NAME: Final = "heartbeat"
+
+# --- GenAI semantic-convention attributes -------------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"  # deprecated; read from other tools' spans only
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
+
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"  # deprecated alias, read only
+GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # deprecated alias
+
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+TOOL_TYPE_FUNCTION: Final = "function"
+
+GEN_AI_TRANSFER_TARGET_NAME: Final = "gen_ai.transfer.target.name"
+GEN_AI_TRANSFER_MODE: Final = "gen_ai.transfer.mode"
+GEN_AI_HANDOFF_FROM_AGENT: Final = "gen_ai.handoff.from_agent"
+GEN_AI_HANDOFF_TO_AGENT: Final = "gen_ai.handoff.to_agent"
+TRANSFER_PASS_CONTROL: Final = "pass_control"
+TRANSFER_RETURN_TO_CALLER: Final = "return_to_caller"
+
+# Content attributes: written only when content capture is on.
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+
+# --- general OpenTelemetry attributes -----------------------------------------------------------
+ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+USER_ID: Final = "user.id"
+SERVICE_NAME: Final = "service.name"
+
+# --- reach.* attributes --------------------------------------------------------------------------
+REACH_AGENT_NAME: Final = "reach.agent.name"  # the enclosing agent, on LLM and tool spans
+REACH_AGENT_ROLE: Final = "reach.agent.role"
+REACH_AGENT_LLM_CALLS: Final = "reach.agent.llm_calls"
+REACH_AGENT_TOOL_CALLS: Final = "reach.agent.tool_calls"
+REACH_AGENT_TOOL_CALLS_REQUESTED: Final = "reach.llm.tool_calls_requested"
+REACH_TASK_ID: Final = "reach.task.id"
+REACH_SESSION_ID: Final = "reach.session.id"
+
+REACH_HOP_COUNT: Final = "reach.hop.count"
+REACH_HOP_PATH: Final = "reach.hop.path"
+REACH_HOP_LIMIT: Final = "reach.hop.limit"
+REACH_HOP_LIMIT_EXCEEDED: Final = "reach.hop.limit_exceeded"
+REACH_LOOP_DETECTED: Final = "reach.loop.detected"
+REACH_LOOP_CYCLE: Final = "reach.loop.cycle"
+
+REACH_HANDOFF_SOURCE: Final = "reach.handoff.source"
+REACH_HANDOFF_TARGET: Final = "reach.handoff.target"
+REACH_HANDOFF_MODE: Final = "reach.handoff.mode"
+REACH_HANDOFF_ID: Final = "reach.handoff.id"
+REACH_HANDOFF_REASON: Final = "reach.handoff.reason"
+REACH_HANDOFF_STATUS: Final = "reach.handoff.status"
+REACH_HANDOFF_TRANSITIONS: Final = "reach.handoff.transitions"  # 0 = state machine not used
+REACH_HANDOFF_EVENT: Final = "reach.handoff.event"
+REACH_HANDOFF_FROM_STATUS: Final = "reach.handoff.from_status"
+REACH_HANDOFF_IDEMPOTENCY_KEY: Final = "reach.handoff.idempotency_key"
+
+REACH_GATE: Final = "reach.gate"
+REACH_GATE_NAME: Final = "reach.gate.name"
+REACH_GATE_LIMIT: Final = "reach.gate.limit"
+REACH_GATE_OBSERVED: Final = "reach.gate.observed"
+
+# --- events --------------------------------------------------------------------------------------
+EVENT_HOP_LIMIT_EXCEEDED: Final = "reach.hop.limit_exceeded"
+EVENT_LOOP_DETECTED: Final = "reach.loop.detected"
+EVENT_ILLEGAL_TRANSITION: Final = "reach.handoff.illegal_transition"
+EVENT_HANDOFF_TRANSITION: Final = "reach.handoff.transition"
+EVENT_GATE_TRIGGERED: Final = "reach.gate.triggered"
+
+# --- W3C baggage keys (the only things that travel in baggage) -----------------------------------
+BAGGAGE_HOPS: Final = "reach.hops"
+BAGGAGE_PATH: Final = "reach.path"
+
+# --- the /invoke body -----------------------------------------------------------------------------
+INVOKE_CONTEXT: Final = "context"
+INVOKE_TRACE_ID: Final = "trace_id"
+INVOKE_TRACEPARENT: Final = "traceparent"
+INVOKE_TRACESTATE: Final = "tracestate"
+INVOKE_BAGGAGE: Final = "baggage"
+
+# --- other instrumentations' keys, normalised by the collector at ingest ------------------------
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_LLM_MODEL_NAME: Final = "llm.model_name"
+OPENINFERENCE_LLM_PROVIDER: Final = "llm.provider"
+OPENINFERENCE_TOKEN_PROMPT: Final = "llm.token_count.prompt"
+OPENINFERENCE_TOKEN_COMPLETION: Final = "llm.token_count.completion"
+OPENINFERENCE_TOOL_NAME: Final = "tool.name"
+OPENINFERENCE_AGENT_NAME: Final = "agent.name"
+OPENINFERENCE_SESSION_ID: Final = "session.id"
+
+
+def workflow_span_name(name: str) -> str:
+    return f"{OP_WORKFLOW} {name}"
+
+
+def agent_span_name(name: str) -> str:
+    return f"{OP_AGENT} {name}"
+
+
+def llm_span_name(model: str, operation: str = OP_CHAT) -> str:
+    return f"{operation} {model}" if model else operation
+
+
+def tool_span_name(name: str) -> str:
+    return f"{OP_TOOL} {name}"
+
+
+def handoff_span_name(target: str) -> str:
+    return f"{OP_HANDOFF} {target}"

@@ -1,0 +1,378 @@
+"""The TelemetryHandler: the only place reach_otel creates spans.
+
+Decorators, context managers and the auto-instrumentations all go through ``start_*`` here, which
+builds the §3 attributes, keeps hop state per trace and returns an
+:class:`~reach_otel.invocations.Invocation` that the caller activates and ends.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import baggage, trace
+from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+from opentelemetry.trace import SpanKind, TracerProvider
+
+from reach_otel import handoff as hf
+from reach_otel import semconv as sc
+from reach_otel._safety import logger, safe
+from reach_otel.config import Settings
+from reach_otel.errors import HopLimitExceeded
+from reach_otel.invocations import (
+    AgentInvocation,
+    Handoff,
+    LLMInvocation,
+    ToolInvocation,
+    WorkflowInvocation,
+)
+from reach_otel.redact import Redactor, to_json
+
+_AGENT_KEY = otel_context.create_key("reach_otel.agent")
+_LLM_KEY = otel_context.create_key("reach_otel.llm")
+_SESSION_KEY = otel_context.create_key("reach_otel.session")
+
+INSTRUMENTATION_NAME = "reach_otel"
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    session_id: str | None = None
+    user_id: str | None = None
+    task_id: str | None = None
+
+
+def current_agent(ctx: otel_context.Context | None = None) -> AgentInvocation | None:
+    value = (ctx if ctx is not None else otel_context.get_current()).get(_AGENT_KEY)
+    return value if isinstance(value, AgentInvocation) else None
+
+
+def current_llm(ctx: otel_context.Context | None = None) -> LLMInvocation | None:
+    value = (ctx if ctx is not None else otel_context.get_current()).get(_LLM_KEY)
+    return value if isinstance(value, LLMInvocation) else None
+
+
+def current_session(ctx: otel_context.Context | None = None) -> SessionInfo | None:
+    value = (ctx if ctx is not None else otel_context.get_current()).get(_SESSION_KEY)
+    return value if isinstance(value, SessionInfo) else None
+
+
+def suppressed(ctx: otel_context.Context | None = None) -> bool:
+    return bool((ctx if ctx is not None else otel_context.get_current()).get(_SUPPRESS_INSTRUMENTATION_KEY))
+
+
+def _session_attributes(session: SessionInfo | None, attrs: dict[str, Any]) -> None:
+    if session is None:
+        return
+    if session.session_id:
+        attrs[sc.GEN_AI_CONVERSATION_ID] = session.session_id
+    if session.user_id:
+        attrs[sc.USER_ID] = session.user_id
+    if session.task_id:
+        attrs.setdefault(sc.REACH_TASK_ID, session.task_id)
+
+
+class TelemetryHandler:
+    """Starts workflow, agent, LLM, tool and handoff spans with the §3 attributes."""
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        settings: Settings | None = None,
+        hops: hf.HopRegistry | None = None,
+    ) -> None:
+        from reach_otel import __version__
+
+        self.settings = settings or Settings()
+        self.redactor = Redactor(self.settings.redact_patterns)
+        provider = tracer_provider or trace.get_tracer_provider()
+        self.tracer = provider.get_tracer(INSTRUMENTATION_NAME, __version__)
+        self.hops = hops or hf.HopRegistry()
+
+    def content_json(self, value: Any) -> str:
+        return to_json(value, self.redactor, self.settings.content_max_chars)
+
+    # -- hop state -----------------------------------------------------------------------------------
+    def _hop_state(self, ctx: otel_context.Context, trace_id: int) -> hf.HopState:
+        state = self.hops.get(trace_id)
+        remote_hops = baggage.get_baggage(sc.BAGGAGE_HOPS, ctx)
+        if remote_hops is not None:
+            state.merge_remote(hf.decode_hops(remote_hops), hf.decode_path(baggage.get_baggage(sc.BAGGAGE_PATH, ctx)))
+        return state
+
+    # -- workflow & agent ------------------------------------------------------------------------
+    @safe
+    def start_workflow(self, name: str) -> WorkflowInvocation | None:
+        ctx = otel_context.get_current()
+        if suppressed(ctx):
+            return None
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_WORKFLOW, sc.GEN_AI_WORKFLOW_NAME: name}
+        _session_attributes(current_session(ctx), attrs)
+        is_root = not trace.get_current_span(ctx).get_span_context().is_valid
+        span = self.tracer.start_span(sc.workflow_span_name(name), ctx, SpanKind.INTERNAL, attrs)
+        return WorkflowInvocation(self, span, trace.set_span_in_context(span, ctx), is_root)
+
+    @safe
+    def start_agent(
+        self,
+        name: str,
+        *,
+        role: str | None = None,
+        agent_id: str | None = None,
+        description: str | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> AgentInvocation | None:
+        ctx = otel_context.get_current()
+        if suppressed(ctx):
+            return None
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT,
+            sc.GEN_AI_AGENT_NAME: name,
+            sc.GEN_AI_AGENT_ID: agent_id or name,
+        }
+        if role:
+            attrs[sc.REACH_AGENT_ROLE] = role
+        if description:
+            attrs[sc.GEN_AI_AGENT_DESCRIPTION] = description
+        _session_attributes(current_session(ctx), attrs)
+        parent = trace.get_current_span(ctx).get_span_context()
+        state: hf.HopState | None = None
+        if parent.is_valid:
+            state = self._hop_state(ctx, parent.trace_id)
+            state.visit_first(name)
+            attrs[sc.REACH_HOP_COUNT] = state.hops
+        else:
+            attrs[sc.REACH_HOP_COUNT] = 0
+        span = self.tracer.start_span(sc.agent_span_name(name), ctx, kind, attrs)
+        if state is None:
+            self._hop_state(ctx, span.get_span_context().trace_id).visit_first(name)
+        inv_ctx = otel_context.set_value(_AGENT_KEY, None, trace.set_span_in_context(span, ctx))
+        inv = AgentInvocation(self, span, inv_ctx, not parent.is_valid, name)
+        inv.ctx = otel_context.set_value(_AGENT_KEY, inv, inv.ctx)
+        return inv
+
+    # -- llm & tool ------------------------------------------------------------------------------
+    @safe
+    def start_llm(
+        self,
+        model: str | None,
+        provider: str,
+        *,
+        operation: str = sc.OP_CHAT,
+        stream: bool | None = None,
+        server_address: str | None = None,
+        server_port: int | None = None,
+        request_attributes: Mapping[str, Any] | None = None,
+    ) -> LLMInvocation | None:
+        ctx = otel_context.get_current()
+        if suppressed(ctx):
+            return None
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: operation, sc.GEN_AI_PROVIDER_NAME: provider}
+        if model:
+            attrs[sc.GEN_AI_REQUEST_MODEL] = model
+        if stream is not None:
+            attrs[sc.GEN_AI_REQUEST_STREAM] = stream
+        if server_address:
+            attrs[sc.SERVER_ADDRESS] = server_address
+        if server_port:
+            attrs[sc.SERVER_PORT] = server_port
+        if request_attributes:
+            attrs.update({k: v for k, v in request_attributes.items() if v is not None})
+        agent = current_agent(ctx)
+        if agent is not None:
+            attrs[sc.REACH_AGENT_NAME] = agent.name
+        _session_attributes(current_session(ctx), attrs)
+        span = self.tracer.start_span(sc.llm_span_name(model or "", operation), ctx, SpanKind.CLIENT, attrs)
+        inv = LLMInvocation(self, span, trace.set_span_in_context(span, ctx), agent)
+        inv.ctx = otel_context.set_value(_LLM_KEY, inv, inv.ctx)
+        return inv
+
+    def in_llm_span(self) -> bool:
+        """True inside an LLM span reach_otel opened: instrumentations must not wrap the call again."""
+        return current_llm() is not None
+
+    @safe
+    def start_tool(
+        self, name: str, *, call_id: str | None = None, description: str | None = None
+    ) -> ToolInvocation | None:
+        ctx = otel_context.get_current()
+        if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY):
+            return None
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_TOOL,
+            sc.GEN_AI_TOOL_NAME: name,
+            sc.GEN_AI_TOOL_CALL_ID: call_id or f"call_{random.getrandbits(64):016x}",
+            sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+        }
+        if description:
+            attrs[sc.GEN_AI_TOOL_DESCRIPTION] = description
+        agent = ctx.get(_AGENT_KEY)
+        if agent is not None:
+            attrs[sc.REACH_AGENT_NAME] = agent.name  # type: ignore[attr-defined]
+        session = ctx.get(_SESSION_KEY)
+        if session is not None:
+            _session_attributes(session, attrs)  # type: ignore[arg-type]
+        span = self.tracer.start_span(sc.tool_span_name(name), ctx, SpanKind.INTERNAL, attrs)
+        return ToolInvocation(self, span, trace.set_span_in_context(span, ctx), agent)  # type: ignore[arg-type]
+
+    # -- handoff ---------------------------------------------------------------------------------
+    def start_handoff(
+        self,
+        source: str | None,
+        target: str,
+        *,
+        reason: str | None = None,
+        mode: str = "delegate",
+        task_id: str | None = None,
+        handoff_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Handoff | None:
+        """Open a handoff span; raises :class:`HopLimitExceeded` only when ``on_loop="raise"``."""
+        started = self._start_handoff(source, target, reason, mode, task_id, handoff_id, idempotency_key)
+        if started is None:
+            return None
+        inv, exceeded = started
+        if exceeded is not None and self.settings.on_loop == "raise":
+            inv.transition("reject")
+            inv.fail(exceeded)
+            raise exceeded
+        return inv
+
+    @safe
+    def _start_handoff(
+        self,
+        source: str | None,
+        target: str,
+        reason: str | None,
+        mode: str,
+        task_id: str | None,
+        handoff_id: str | None,
+        idempotency_key: str | None,
+    ) -> tuple[Handoff, HopLimitExceeded | None] | None:
+        ctx = otel_context.get_current()
+        if suppressed(ctx):
+            return None
+        if source is None:
+            agent = current_agent(ctx)
+            source = agent.name if agent is not None else "unknown"
+        if mode not in hf.MODES:
+            logger.debug("reach_otel: handoff mode %r is not one of %s", mode, hf.MODES)
+        parent = trace.get_current_span(ctx).get_span_context()
+        # Without a parent the handoff starts its own trace: its state is keyed once the span exists.
+        state = self._hop_state(ctx, parent.trace_id) if parent.is_valid else hf.HopState()
+        hops = state.record_handoff(source, target)
+        cycle = hf.find_cycle(state.path)
+        handoff_id = handoff_id or uuid.uuid4().hex
+        transfer = sc.TRANSFER_PASS_CONTROL if mode in hf.PASS_CONTROL_MODES else sc.TRANSFER_RETURN_TO_CALLER
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_HANDOFF,
+            sc.REACH_HANDOFF_SOURCE: source,
+            sc.REACH_HANDOFF_TARGET: target,
+            sc.REACH_HANDOFF_MODE: mode,
+            sc.REACH_HANDOFF_ID: handoff_id,
+            sc.REACH_HOP_COUNT: hops,
+            sc.REACH_LOOP_DETECTED: cycle is not None,
+            sc.GEN_AI_AGENT_NAME: source,
+            sc.GEN_AI_TRANSFER_TARGET_NAME: target,
+            sc.GEN_AI_TRANSFER_MODE: transfer,
+            sc.GEN_AI_HANDOFF_FROM_AGENT: source,
+            sc.GEN_AI_HANDOFF_TO_AGENT: target,
+        }
+        if reason:
+            attrs[sc.REACH_HANDOFF_REASON] = reason
+        if idempotency_key:
+            attrs[sc.REACH_HANDOFF_IDEMPOTENCY_KEY] = idempotency_key
+        session = current_session(ctx)
+        _session_attributes(session, attrs)
+        if task_id:
+            attrs[sc.REACH_TASK_ID] = task_id
+        span = self.tracer.start_span(sc.handoff_span_name(target), ctx, SpanKind.INTERNAL, attrs)
+        if not parent.is_valid:
+            new_state = self.hops.get(span.get_span_context().trace_id)
+            new_state.merge_remote(state.hops, state.path)
+        path = list(state.path)
+        if cycle is not None:
+            span.add_event(sc.EVENT_LOOP_DETECTED, {sc.REACH_LOOP_CYCLE: list(cycle), sc.REACH_HOP_PATH: path})
+        exceeded: HopLimitExceeded | None = None
+        limit = self.settings.max_hops
+        if hops > limit:
+            exceeded = HopLimitExceeded(hops, limit, path)
+            span.set_attribute(sc.REACH_HOP_LIMIT_EXCEEDED, True)
+            span.add_event(
+                sc.EVENT_HOP_LIMIT_EXCEEDED,
+                {sc.REACH_HOP_COUNT: hops, sc.REACH_HOP_LIMIT: limit, sc.REACH_HOP_PATH: path},
+            )
+        inv = Handoff(
+            self,
+            span,
+            trace.set_span_in_context(span, ctx),
+            source=source,
+            target=target,
+            handoff_id=handoff_id,
+            hop_count=hops,
+            loop_detected=cycle is not None,
+        )
+        return inv, exceeded
+
+    # -- gates -----------------------------------------------------------------------------------
+    @safe
+    def gate(self, name: str, *, limit: Any = None, observed: Any = None, reason: str | None = None) -> None:
+        ctx = otel_context.get_current()
+        agent = current_agent(ctx)
+        span = agent.span if agent is not None else trace.get_current_span(ctx)
+        attrs: dict[str, Any] = {sc.REACH_GATE_NAME: name}
+        if limit is not None:
+            attrs[sc.REACH_GATE_LIMIT] = limit
+        if observed is not None:
+            attrs[sc.REACH_GATE_OBSERVED] = observed
+        if reason:
+            attrs["reach.gate.reason"] = reason
+        span.add_event(sc.EVENT_GATE_TRIGGERED, attrs)
+        span.set_attribute(sc.REACH_GATE, name)
+
+    # -- session ---------------------------------------------------------------------------------
+    @contextmanager
+    def session(
+        self, session_id: str | None = None, user_id: str | None = None, task_id: str | None = None
+    ) -> Iterator[SessionInfo]:
+        info = SessionInfo(session_id, user_id, task_id)
+        token = None
+        try:
+            token = otel_context.attach(otel_context.set_value(_SESSION_KEY, info))
+        except Exception:  # telemetry must never raise into user code
+            logger.debug("reach_otel: session attach failed", exc_info=True)
+        try:
+            yield info
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+
+
+# -- the process-wide default handler: replaced by init(), swapped by tests -------------------------
+_default_lock = threading.Lock()
+_default: TelemetryHandler | None = None
+
+
+def get_handler() -> TelemetryHandler:
+    global _default
+    handler = _default
+    if handler is None:
+        with _default_lock:
+            if _default is None:
+                _default = TelemetryHandler()
+            handler = _default
+    return handler
+
+
+def set_handler(handler: TelemetryHandler | None) -> TelemetryHandler | None:
+    """Install ``handler`` as the default (``None`` resets); returns the previous one."""
+    global _default
+    with _default_lock:
+        previous, _default = _default, handler
+    return previous

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from reach_otel import handoff as hf
+from reach_otel import handoff_state as hf
 from reach_otel.handler import SessionInfo, current_llm, get_handler
 from reach_otel.invocations import Handoff
 

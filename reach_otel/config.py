@@ -77,7 +77,9 @@ def env_bool(name: str, default: bool, env: Mapping[str, str] | None = None) -> 
     return default
 
 
-def env_number(name: str, default: float, env: Mapping[str, str] | None = None, *, minimum: float = 0) -> float:
+def env_number(
+    name: str, default: float, env: Mapping[str, str] | None = None, *, minimum: float = 0
+) -> float:
     raw = (env if env is not None else os.environ).get(name)
     if raw is None or not raw.strip():
         return default
@@ -112,8 +114,10 @@ def _traces_endpoint(base: str) -> str:
 
 def _resolve_endpoint(explicit: str | None, protocol: Protocol, env: Mapping[str, str]) -> str:
     if protocol == "grpc":
-        return explicit or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get(
-            "OTEL_EXPORTER_OTLP_ENDPOINT", DEFAULT_GRPC_ENDPOINT
+        return (
+            explicit
+            or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", DEFAULT_GRPC_ENDPOINT)
         )
     if explicit:
         return _traces_endpoint(explicit)
@@ -144,10 +148,10 @@ def load_settings(env: Mapping[str, str] | None = None, **kwargs: Any) -> Settin
     if capture is None:
         capture = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", False, env)
 
-    on_loop = kwargs.get("on_loop") or env.get("REACH_OTEL_ON_LOOP") or "record"
-    if on_loop not in ("record", "raise"):
-        logger.warning("reach_otel: on_loop=%r must be 'record' or 'raise'; using 'record'", on_loop)
-        on_loop = "record"
+    on_loop_raw = kwargs.get("on_loop") or env.get("REACH_OTEL_ON_LOOP") or "record"
+    on_loop: OnLoop = "raise" if on_loop_raw == "raise" else "record"
+    if on_loop_raw not in ("record", "raise"):
+        logger.warning("reach_otel: on_loop=%r must be 'record' or 'raise'; using 'record'", on_loop_raw)
 
     max_hops = kwargs.get("max_hops")
     if not isinstance(max_hops, int) or isinstance(max_hops, bool) or max_hops < 0:

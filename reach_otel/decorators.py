@@ -24,7 +24,9 @@ Starter = Callable[[Any, tuple[Any, ...], dict[str, Any]], Invocation | None]
 
 # -- the four call shapes ---------------------------------------------------------------------------
 def _plain(start: Starter) -> Callable[..., Any]:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         inv = start(instance, args, kwargs)
         if inv is None:
             return wrapped(*args, **kwargs)
@@ -174,7 +176,7 @@ def instrument_function(fn: F, start: Starter) -> F:
         shape = _generator
     else:
         shape = _plain
-    return wrapt.FunctionWrapper(fn, shape(safe(start)))  # type: ignore[no-any-return]
+    return wrapt.FunctionWrapper(fn, shape(safe(start)))  # type: ignore[return-value]
 
 
 # -- helpers shared by the starters -------------------------------------------------------------
@@ -183,7 +185,9 @@ def _first_doc_line(fn: Callable[..., Any]) -> str | None:
     return doc.strip().splitlines()[0] if doc and doc.strip() else None
 
 
-def bound_arguments(fn: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def bound_arguments(
+    fn: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """The call's arguments by parameter name (``self``/``cls`` left out), for content capture."""
     try:
         sig = inspect.signature(fn)
@@ -262,7 +266,11 @@ def agent(
         def start(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> AgentInvocation | None:
             handler = get_handler()
             inv = handler.start_agent(
-                name or agent_name_for(f, instance), role=role, agent_id=agent_id, description=description, kind=kind
+                name or agent_name_for(f, instance),
+                role=role,
+                agent_id=agent_id,
+                description=description,
+                kind=kind,
             )
             if inv is not None and handler.settings.capture_content:
                 inv.set_input(bound_arguments(f, instance, args, kwargs))

@@ -89,8 +89,10 @@ def to_messages(value: Any, default_role: str) -> list[dict[str, Any]] | None:
         return [{"role": default_role, "parts": [_text_part(value)]}]
     if isinstance(value, Mapping) and isinstance(value.get("role"), str):
         value = [value]
-    if isinstance(value, (list, tuple)) and value and all(
-        isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in value
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in value)
     ):
         out = []
         for m in value:

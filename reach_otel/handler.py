@@ -20,7 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import SpanKind, TracerProvider
 
-from reach_otel import handoff as hf
+from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import logger, safe
 from reach_otel.config import Settings
@@ -103,7 +103,9 @@ class TelemetryHandler:
         state = self.hops.get(trace_id)
         remote_hops = baggage.get_baggage(sc.BAGGAGE_HOPS, ctx)
         if remote_hops is not None:
-            state.merge_remote(hf.decode_hops(remote_hops), hf.decode_path(baggage.get_baggage(sc.BAGGAGE_PATH, ctx)))
+            state.merge_remote(
+                hf.decode_hops(remote_hops), hf.decode_path(baggage.get_baggage(sc.BAGGAGE_PATH, ctx))
+            )
         return state
 
     # -- workflow & agent ------------------------------------------------------------------------
@@ -298,7 +300,9 @@ class TelemetryHandler:
             new_state.merge_remote(state.hops, state.path)
         path = list(state.path)
         if cycle is not None:
-            span.add_event(sc.EVENT_LOOP_DETECTED, {sc.REACH_LOOP_CYCLE: list(cycle), sc.REACH_HOP_PATH: path})
+            span.add_event(
+                sc.EVENT_LOOP_DETECTED, {sc.REACH_LOOP_CYCLE: list(cycle), sc.REACH_HOP_PATH: path}
+            )
         exceeded: HopLimitExceeded | None = None
         limit = self.settings.max_hops
         if hops > limit:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, Status, StatusCode
 
-from reach_otel import handoff as hf
+from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import safe
 from reach_otel.errors import error_type
@@ -102,7 +102,9 @@ class Invocation:
 class WorkflowInvocation(Invocation):
     __slots__ = ("is_root", "trace_id")
 
-    def __init__(self, handler: TelemetryHandler, span: Span, ctx: otel_context.Context, is_root: bool) -> None:
+    def __init__(
+        self, handler: TelemetryHandler, span: Span, ctx: otel_context.Context, is_root: bool
+    ) -> None:
         super().__init__(handler, span, ctx)
         self.is_root = is_root
         self.trace_id = span.get_span_context().trace_id

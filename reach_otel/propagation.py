@@ -16,7 +16,7 @@ from opentelemetry import baggage, propagate, trace
 from opentelemetry import context as otel_context
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, format_trace_id
 
-from reach_otel import handoff as hf
+from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import logger, safe
 from reach_otel.handler import get_handler
@@ -91,7 +91,9 @@ def _context_from_trace_id(raw: Any, ctx: otel_context.Context) -> otel_context.
     return trace.set_span_in_context(NonRecordingSpan(parent), ctx)
 
 
-def extract(carrier: Mapping[str, Any] | None, context: otel_context.Context | None = None) -> otel_context.Context:
+def extract(
+    carrier: Mapping[str, Any] | None, context: otel_context.Context | None = None
+) -> otel_context.Context:
     """The OpenTelemetry ``Context`` a carrier (headers or /invoke body) describes."""
     base = context if context is not None else otel_context.get_current()
     try:

@@ -136,7 +136,9 @@ def _setup(settings: Settings, explicit_provider: Any, exporter: SpanExporter | 
         processor = ReachBatchSpanProcessor(exporter or _make_exporter(settings))
         provider.add_span_processor(processor)
         where = "a new TracerProvider" if owns else "the application's existing TracerProvider"
-        logger.info("reach_otel: exporting spans to %s (%s) via %s", settings.endpoint, settings.protocol, where)
+        logger.info(
+            "reach_otel: exporting spans to %s (%s) via %s", settings.endpoint, settings.protocol, where
+        )
     else:
         logger.info(
             "reach_otel: the application's TracerProvider (%s) takes no processors; left it alone",

@@ -1,0 +1,83 @@
+"""`POST /v1/traces`: OTLP/HTTP ingest (protobuf or JSON, optionally gzip), answered after commit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Final
+
+from fastapi import APIRouter, Request, Response
+from google.rpc import status_pb2
+from starlette.concurrency import run_in_threadpool
+
+from reach_collector.ingest.decode import (
+    JSON,
+    PROTOBUF,
+    BodyError,
+    BodyTooLarge,
+    encode_response,
+    media_type,
+)
+from reach_collector.ingest.service import IngestService
+from reach_collector.ingest.writer import QueueFull, WriterClosed
+
+log = logging.getLogger(__name__)
+
+TRACES_PATH: Final = "/v1/traces"
+# HTTP status → google.rpc code, for the Status body OTLP asks for on failures.
+_RPC_CODES: Final = {400: 3, 413: 3, 415: 3, 429: 8, 503: 14}
+
+router = APIRouter()
+
+
+def error_response(status: int, media: str, message: str, retry_after: int | None = None) -> Response:
+    code = _RPC_CODES.get(status, 2)
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    if media == PROTOBUF:
+        body = status_pb2.Status(code=code, message=message).SerializeToString()
+    else:
+        body = json.dumps({"code": code, "message": message}).encode()
+    return Response(body, status_code=status, media_type=media, headers=headers)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge(f"body exceeds the limit of {limit} bytes")
+    return bytes(body)
+
+
+@router.post(TRACES_PATH)
+async def export_traces(request: Request) -> Response:
+    ingest: IngestService = request.app.state.ingest
+    try:
+        media = media_type(request.headers.get("content-type"))
+    except BodyError as exc:
+        return error_response(exc.status, JSON, str(exc))
+    try:
+        body = await _read_body(request, ingest.max_body_bytes)
+        batch = await run_in_threadpool(
+            ingest.decode_http, body, media, request.headers.get("content-encoding")
+        )
+    except BodyError as exc:
+        ingest.stats.requests_rejected += 1
+        return error_response(exc.status, media, str(exc))
+    try:
+        future = ingest.submit(batch)
+    except QueueFull as exc:
+        return error_response(429, media, str(exc), retry_after=exc.retry_after)
+    except WriterClosed as exc:
+        return error_response(503, media, str(exc), retry_after=5)
+    if future is not None:
+        try:
+            await asyncio.wrap_future(future)
+        except Exception as exc:
+            log.warning("ingest commit failed: %s", exc)
+            return error_response(503, media, "could not store the spans; retry", retry_after=2)
+    return Response(encode_response(media, batch.rejected, batch.message), media_type=media)

@@ -1,0 +1,87 @@
+"""`GET /api/traces/{trace_id}` and `GET /api/traces?...` (§4, §9, §11)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Final
+
+from fastapi import APIRouter, HTTPException, Request
+
+from reach_collector.api.timeparse import parse_time_ns
+from reach_collector.store.duckdb_store import TraceFilter
+from reach_collector.views import summary_json, trace_json
+
+TRACE_ID_RE: Final = re.compile(r"^[0-9a-fA-F]{32}$")
+DEFAULT_LIMIT: Final = 20
+MAX_LIMIT: Final = 1000
+_MAX_ATTR_FILTERS: Final = 16
+_KNOWN: Final = frozenset({"service", "agent", "status", "since", "until", "min_duration_ms", "limit"})
+
+router = APIRouter()
+
+
+def parse_trace_id(value: str) -> str:
+    if not TRACE_ID_RE.match(value) or int(value, 16) == 0:
+        raise HTTPException(400, f"malformed trace id {value[:64]!r}: expected 32 hex digits")
+    return value.lower()
+
+
+@router.get("/api/traces/{trace_id}")
+def get_trace(trace_id: str, request: Request) -> dict[str, Any]:
+    tid = parse_trace_id(trace_id)
+    rows = request.app.state.store.trace_spans(tid)
+    if not rows:
+        raise HTTPException(404, f"trace {tid} not found")
+    return trace_json(tid, rows)
+
+
+def parse_filter(params: list[tuple[str, str]], now_s: float) -> TraceFilter:
+    """Query-string items → TraceFilter; raises HTTPException(400) naming the bad parameter."""
+    single: dict[str, str] = {}
+    attrs: list[tuple[str, str]] = []
+    for key, value in params:
+        if key.startswith("attr."):
+            if len(key) == len("attr.") or len(attrs) >= _MAX_ATTR_FILTERS:
+                raise HTTPException(400, f"bad attribute filter {key[:80]!r}")
+            attrs.append((key[len("attr.") :], value))
+        elif key in _KNOWN:
+            single[key] = value
+    status = single.get("status")
+    if status not in (None, "", "error", "any"):
+        raise HTTPException(400, f"status must be 'error' or 'any', got {status[:40]!r}")
+    try:
+        since = parse_time_ns(single["since"], now_s) if single.get("since") else None
+        until = parse_time_ns(single["until"], now_s) if single.get("until") else None
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    min_duration: float | None = None
+    if single.get("min_duration_ms"):
+        try:
+            min_duration = float(single["min_duration_ms"])
+        except ValueError:
+            raise HTTPException(400, "min_duration_ms must be a number") from None
+        if not math.isfinite(min_duration) or abs(min_duration) > 1e12:
+            raise HTTPException(400, "min_duration_ms is out of range")
+    limit = DEFAULT_LIMIT
+    if single.get("limit"):
+        try:
+            limit = int(single["limit"])
+        except ValueError:
+            raise HTTPException(400, "limit must be an integer") from None
+    return TraceFilter(
+        service=single.get("service") or None,
+        agent=single.get("agent") or None,
+        errors_only=status == "error",
+        since_ns=since,
+        until_ns=until,
+        min_duration_ms=min_duration,
+        attributes=tuple(attrs),
+        limit=max(1, min(limit, MAX_LIMIT)),
+    )
+
+
+@router.get("/api/traces")
+def search_traces(request: Request) -> dict[str, Any]:
+    f = parse_filter(request.query_params.multi_items(), request.app.state.clock())
+    return {"traces": [summary_json(row) for row in request.app.state.store.search(f)]}

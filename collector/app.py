@@ -1,0 +1,60 @@
+"""`create_app(settings, store=..., clock=...)`: wiring only — store, writer, routers, auth."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from reach_collector import __version__
+from reach_collector.api import health, otlp, traces
+from reach_collector.api.auth import AuthMiddleware
+from reach_collector.config import Settings
+from reach_collector.ingest.service import IngestService
+from reach_collector.ingest.writer import Writer
+from reach_collector.retention import RetentionJob
+from reach_collector.store.duckdb_store import DuckDBStore
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: DuckDBStore | None = None,
+    clock: Callable[[], float] = time.time,
+    writer: Writer | None = None,
+    max_pending_spans: int = 262_144,
+) -> FastAPI:
+    """Build the collector's ASGI app. A store passed in is left open on shutdown (the caller owns
+    it); one the app opens itself is closed."""
+    settings = settings or Settings()
+    owns_store = store is None
+    store = store if store is not None else DuckDBStore(settings.db)
+    writer = writer or Writer(store, max_pending_spans=max_pending_spans)
+    retention = RetentionJob(writer, settings.retention_s, clock)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        retention.start()
+        try:
+            yield
+        finally:
+            retention.stop()
+            writer.close()
+            if owns_store:
+                store.close()
+
+    app = FastAPI(title="reach-otel collector", version=__version__, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.store = store
+    app.state.writer = writer
+    app.state.clock = clock
+    app.state.ingest = IngestService(writer, settings.max_body_bytes)
+    app.state.retention = retention
+    for module in (health, otlp, traces):
+        app.include_router(module.router)
+    app.add_middleware(
+        AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token
+    )
+    return app

@@ -1,0 +1,255 @@
+"""Collector settings: defaults ← YAML file (§10) ← environment ← command-line flags.
+
+A bad file fails at start with the file, the key and the reason (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+DEFAULT_DB: Final = "./reach-data/traces.duckdb"
+DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
+_UNIT_SECONDS: Final = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_TOP_LEVEL: Final = frozenset(
+    {
+        "server",
+        "storage",
+        "auth",
+        "prices",
+        "alerting",
+        "time_zone",
+        "users",
+        "schedules",
+        "escalation_policies",
+        "routing",
+    }
+)
+_RULE_DURATIONS: Final = ("for", "window", "keep_firing_for", "after")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the key and the reason."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 4318
+    grpc_port: int = 4317
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    db: str = DEFAULT_DB
+    retention_s: float = 7 * 86400.0
+    ingest_token: str | None = None
+    query_token: str | None = None
+    insecure_bind: bool = False
+    time_zone: str = "UTC"
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # Sections other modules own (alerting, users, schedules, ...), validated for shape only.
+    sections: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "(defaults)"
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.ingest_token or self.query_token)
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def parse_duration(value: Any, key: str = "duration") -> float:
+    """``30s`` / ``5m`` / ``1h`` / ``7d`` / ``1w`` / ``250ms`` or a number of seconds → seconds."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a duration like 30s, 5m, 1h, 7d; got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ConfigError(f"{key}: must not be negative")
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    raise ConfigError(f"{key}: expected a duration like 30s, 5m, 1h, 7d; got {value!r}")
+
+
+def _mapping(value: Any, key: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
+    for k in value:
+        if not isinstance(k, str):
+            raise ConfigError(f"{key}: keys must be strings, got {k!r}")
+    return value
+
+
+def _only(section: Mapping[str, Any], key: str, allowed: set[str]) -> None:
+    for name in section:
+        if name not in allowed:
+            raise ConfigError(f"{key}.{name}: unknown key (expected one of {', '.join(sorted(allowed))})")
+
+
+def _int(value: Any, key: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{key}: expected an integer between {low} and {high}, got {value!r}")
+    return value
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"{key}: expected a non-negative number, got {value!r}")
+    return float(value)
+
+
+def _opt_str(value: Any, key: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{key}: expected a non-empty string or null, got {value!r}")
+    return value
+
+
+def from_mapping(doc: Mapping[str, Any], source: str = "(mapping)") -> Settings:
+    """Validate a parsed config document (§10) into Settings."""
+    try:
+        return _from_mapping(_mapping(doc, "(top level)"), source)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
+    for name in doc:
+        if name not in _TOP_LEVEL:
+            raise ConfigError(f"{name}: unknown key (expected one of {', '.join(sorted(_TOP_LEVEL))})")
+    values: dict[str, Any] = {"source": source}
+    server = _mapping(doc.get("server"), "server")
+    _only(server, "server", {"host", "port", "grpc_port", "max_body_bytes"})
+    if "host" in server:
+        values["host"] = _opt_str(server["host"], "server.host") or "127.0.0.1"
+    if "port" in server:
+        values["port"] = _int(server["port"], "server.port", 0, 65535)
+    if "grpc_port" in server:
+        values["grpc_port"] = _int(server["grpc_port"], "server.grpc_port", 0, 65535)
+    if "max_body_bytes" in server:
+        values["max_body_bytes"] = _int(server["max_body_bytes"], "server.max_body_bytes", 1024, 2**31)
+    storage = _mapping(doc.get("storage"), "storage")
+    _only(storage, "storage", {"db", "retention"})
+    if "db" in storage:
+        values["db"] = _opt_str(storage["db"], "storage.db") or DEFAULT_DB
+    if "retention" in storage:
+        values["retention_s"] = parse_duration(storage["retention"], "storage.retention")
+    auth = _mapping(doc.get("auth"), "auth")
+    _only(auth, "auth", {"ingest_token", "query_token"})
+    values["ingest_token"] = _opt_str(auth.get("ingest_token"), "auth.ingest_token")
+    values["query_token"] = _opt_str(auth.get("query_token"), "auth.query_token")
+    if "time_zone" in doc:
+        values["time_zone"] = _time_zone(doc["time_zone"])
+    values["prices"] = _prices(_mapping(doc.get("prices"), "prices"))
+    sections: dict[str, Any] = {}
+    if "alerting" in doc:
+        sections["alerting"] = _alerting(_mapping(doc["alerting"], "alerting"))
+    for name in ("users", "schedules", "escalation_policies", "routing"):
+        if name in doc:
+            sections[name] = _mapping(doc[name], name)
+    for user, spec in sections.get("users", {}).items():
+        spec = _mapping(spec, f"users.{user}")
+        if "webhook" in spec:
+            _opt_str(spec["webhook"], f"users.{user}.webhook")
+    values["sections"] = sections
+    return Settings(**values)
+
+
+def _time_zone(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"time_zone: expected an IANA zone name like UTC, got {value!r}")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"time_zone: unknown time zone {value!r}") from None
+    return value
+
+
+def _prices(prices: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for model, spec in prices.items():
+        spec = _mapping(spec, f"prices.{model}")
+        _only(spec, f"prices.{model}", {"input", "output"})
+        out[model] = {k: _number(v, f"prices.{model}.{k}") for k, v in spec.items()}
+    return out
+
+
+def _alerting(alerting: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key in ("interval", "repeat"):
+        if key in alerting:
+            parse_duration(alerting[key], f"alerting.{key}")
+    for key in ("registry", "alertmanager_url"):
+        if key in alerting:
+            _opt_str(alerting[key], f"alerting.{key}")
+    for agent, ms in _mapping(alerting.get("thresholds"), "alerting.thresholds").items():
+        _number(ms, f"alerting.thresholds.{agent}")
+    for rule, spec in _mapping(alerting.get("rules"), "alerting.rules").items():
+        spec = _mapping(spec, f"alerting.rules.{rule}")
+        for key in _RULE_DURATIONS:
+            if key in spec:
+                parse_duration(spec[key], f"alerting.rules.{rule}.{key}")
+    return alerting
+
+
+def load_file(path: str | os.PathLike[str]) -> Settings:
+    import yaml  # optional dependency of the collector extra; imported where needed
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read the config file: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    return from_mapping(doc or {}, str(p))
+
+
+def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """§10 environment overrides."""
+    changes: dict[str, Any] = {}
+    if env.get("REACH_COLLECTOR_DB"):
+        changes["db"] = env["REACH_COLLECTOR_DB"]
+    if env.get("REACH_COLLECTOR_PORT"):
+        try:
+            changes["port"] = _int(int(env["REACH_COLLECTOR_PORT"]), "REACH_COLLECTOR_PORT", 0, 65535)
+        except ValueError:
+            raise ConfigError(
+                f"REACH_COLLECTOR_PORT: expected a port number, got {env['REACH_COLLECTOR_PORT']!r}"
+            ) from None
+    if env.get("REACH_INGEST_TOKEN"):
+        changes["ingest_token"] = env["REACH_INGEST_TOKEN"]
+    if env.get("REACH_QUERY_TOKEN"):
+        changes["query_token"] = env["REACH_QUERY_TOKEN"]
+    return replace(settings, **changes)
+
+
+def load(
+    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    settings = load_file(path) if path else Settings()
+    return apply_env(settings, os.environ if env is None else env)
+
+
+def check_bind(settings: Settings) -> str | None:
+    """Why the collector must refuse to start with these settings, or None."""
+    if settings.auth_enabled or settings.insecure_bind or settings.host in LOOPBACK_HOSTS:
+        return None
+    return (
+        f"refusing to listen on {settings.host} without auth: set auth.ingest_token and "
+        "auth.query_token (or REACH_INGEST_TOKEN / REACH_QUERY_TOKEN), bind to 127.0.0.1, "
+        "or pass --insecure-bind"
+    )

@@ -1,0 +1,175 @@
+"""Flatten a decoded ``ExportTraceServiceRequest`` into one Arrow table of span rows (pure).
+
+Invalid spans (bad ids, out-of-range times) are counted and described for ``partial_success``
+instead of failing the request. Attributes, events, links and resource stay whole as JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pyarrow as pa
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
+from reach_collector.store.schema import ARROW_SCHEMA, SPAN_NAMES
+from reach_otel import semconv as sc
+
+_MAX_NS: Final = 2**63 - 1
+_ZERO_TRACE: Final = bytes(16)
+_ZERO_SPAN: Final = bytes(8)
+_MAX_REASONS: Final = 5
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+@dataclass(frozen=True)
+class SpanBatch:
+    """The rows of one request, plus what partial success must report."""
+
+    table: pa.Table
+    rejected: int
+    message: str
+
+    @property
+    def accepted(self) -> int:
+        return int(self.table.num_rows)
+
+
+def _non_finite(value: float) -> str:
+    # JSON has no NaN/Infinity; keep them as the strings OTLP JSON itself uses.
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a plain JSON-able Python value (bytes → base64 text)."""
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value
+    if which == "int_value":
+        return value.int_value
+    if which == "bool_value":
+        return value.bool_value
+    if which == "double_value":
+        d = value.double_value
+        return d if math.isfinite(d) else _non_finite(d)
+    if which == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+    if which == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return None
+
+
+def attributes(kvs: Iterable[Any]) -> dict[str, Any]:
+    return {kv.key: any_value(kv.value) for kv in kvs}
+
+
+def _problem(span: Any) -> str | None:
+    tid, sid, pid = span.trace_id, span.span_id, span.parent_span_id
+    if len(tid) != 16 or tid == _ZERO_TRACE:
+        return "invalid trace_id (need 16 non-zero bytes, 32 hex digits in JSON)"
+    if len(sid) != 8 or sid == _ZERO_SPAN:
+        return "invalid span_id (need 8 non-zero bytes, 16 hex digits in JSON)"
+    if pid and len(pid) != 8:
+        return "invalid parent_span_id (need 8 bytes or empty)"
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    if start > _MAX_NS or end > _MAX_NS:
+        return "timestamp out of range"
+    if end < start:
+        return "end_time_unix_nano is before start_time_unix_nano"
+    return None
+
+
+def flatten(request: ExportTraceServiceRequest) -> SpanBatch:
+    cols: dict[str, list[Any]] = {name: [] for name in SPAN_NAMES}
+    c = [cols[name] for name in SPAN_NAMES]
+    rejected = 0
+    reasons: list[str] = []
+    for rs in request.resource_spans:
+        res_attrs = attributes(rs.resource.attributes)
+        service = res_attrs.get(sc.SERVICE_NAME)
+        if not isinstance(service, str):
+            service = None
+        resource_json = _dumps(res_attrs)
+        for ss in rs.scope_spans:
+            scope = ss.scope
+            scope_json = (
+                _dumps({"name": scope.name, "version": scope.version})
+                if scope.name or scope.version
+                else None
+            )
+            for span in ss.spans:
+                problem = _problem(span)
+                if problem is not None:
+                    rejected += 1
+                    if problem not in reasons and len(reasons) < _MAX_REASONS:
+                        reasons.append(problem)
+                    continue
+                _append(c, span, service, resource_json, scope_json)
+    table = pa.Table.from_pydict(cols, schema=ARROW_SCHEMA)
+    message = f"rejected {rejected} span(s): " + "; ".join(reasons) if rejected else ""
+    return SpanBatch(table=table, rejected=rejected, message=message)
+
+
+def _append(c: list[list[Any]], span: Any, service: str | None, resource: str, scope: str | None) -> None:
+    attrs = attributes(span.attributes)
+    event_names: tuple[str, ...] = ()
+    exception_type = None
+    events_json = None
+    if span.events:
+        events = []
+        for ev in span.events:
+            ev_attrs = attributes(ev.attributes)
+            if ev.name == EXCEPTION_EVENT and exception_type is None:
+                et = ev_attrs.get(EXCEPTION_TYPE)
+                exception_type = et if isinstance(et, str) else None
+            events.append({"name": ev.name, "time_unix_nano": ev.time_unix_nano, "attributes": ev_attrs})
+        event_names = tuple(e["name"] for e in events)
+        events_json = _dumps(events)
+    links_json = None
+    if span.links:
+        links_json = _dumps(
+            [
+                {
+                    "trace_id": ln.trace_id.hex(),
+                    "span_id": ln.span_id.hex(),
+                    "trace_state": ln.trace_state,
+                    "attributes": attributes(ln.attributes),
+                }
+                for ln in span.links
+            ]
+        )
+    status_code = span.status.code if 0 <= span.status.code <= 2 else 0
+    kind = span.kind if 0 <= span.kind <= 5 else 0
+    p = promote(attrs, status_code, event_names, exception_type)
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    pid = span.parent_span_id
+    values = (
+        span.trace_id.hex(),
+        span.span_id.hex(),
+        pid.hex() if pid else None,
+        span.name,
+        kind,
+        start,
+        end,
+        (end - start) / 1e6,
+        status_code,
+        span.status.message,
+        service,
+        *p,
+        span.trace_state or None,
+        span.flags,
+        _dumps(attrs),
+        events_json,
+        links_json,
+        resource,
+        scope,
+    )
+    for col, value in zip(c, values, strict=True):
+        col.append(value)

@@ -1,0 +1,191 @@
+"""The one writer: a thread that group-commits queued span batches into the store.
+
+Requests hand over an Arrow table and wait on a future that resolves only after the transaction
+holding their rows has committed (so an acknowledgement means durable). The queue is bounded in
+spans; when it is full ``submit`` raises ``QueueFull`` and the caller answers 429/RESOURCE_EXHAUSTED.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+
+class SpanSink(Protocol):
+    """What the writer needs from a store."""
+
+    def write(self, table: pa.Table) -> None: ...
+
+    def maybe_checkpoint(self) -> bool: ...
+
+
+class QueueFull(Exception):
+    """The write queue is full; retry after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int = 1) -> None:
+        super().__init__(f"write queue full, retry after {retry_after}s")
+        self.retry_after = retry_after
+
+
+class WriterClosed(Exception):
+    """The writer is stopping or stopped."""
+
+
+@dataclass
+class WriterStats:
+    spans_written: int = 0
+    batches_committed: int = 0
+    commits_failed: int = 0
+    queue_full: int = 0
+    last_commit_seconds: float = 0.0
+
+
+@dataclass
+class _Item:
+    table: pa.Table | None
+    task: Callable[[Any], Any] | None
+    future: Future[Any]
+
+
+class Writer:
+    def __init__(
+        self,
+        store: SpanSink,
+        *,
+        max_pending_spans: int = 262_144,
+        max_batch_spans: int = 65_536,
+    ) -> None:
+        self._store = store
+        self._max_pending = max_pending_spans
+        self._max_batch = max_batch_spans
+        self._queue: deque[_Item] = deque()
+        self._pending = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self.stats = WriterStats()
+        self._thread = threading.Thread(target=self._run, name="reach-collector-writer", daemon=True)
+        self._thread.start()
+
+    @property
+    def pending_spans(self) -> int:
+        return self._pending
+
+    def submit(self, table: pa.Table) -> Future[None]:
+        """Queue rows; the future resolves once they are committed (or fails with the error)."""
+        future: Future[None] = Future()
+        rows = table.num_rows
+        with self._cond:
+            if self._closed:
+                raise WriterClosed("the collector is shutting down")
+            # An oversized single request still goes through when the queue is empty.
+            if self._pending and self._pending + rows > self._max_pending:
+                self.stats.queue_full += 1
+                raise QueueFull(retry_after=1)
+            self._pending += rows
+            self._queue.append(_Item(table, None, future))
+            self._cond.notify()
+        return future
+
+    def call(self, task: Callable[[Any], Any]) -> Future[Any]:
+        """Run ``task(store)`` on the writer thread, between commits (e.g. retention)."""
+        future: Future[Any] = Future()
+        with self._cond:
+            if self._closed:
+                raise WriterClosed("the collector is shutting down")
+            self._queue.append(_Item(None, task, future))
+            self._cond.notify()
+        return future
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop accepting work, drain what is queued, and join the thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(timeout)
+
+    def _take(self) -> list[_Item] | None:
+        with self._cond:
+            while not self._queue:
+                if self._closed:
+                    return None
+                self._cond.wait()
+            first = self._queue.popleft()
+            if first.task is not None:
+                return [first]
+            items = [first]
+            rows = first.table.num_rows if first.table is not None else 0
+            while self._queue and self._queue[0].table is not None:
+                nxt = self._queue[0].table
+                if nxt is None or rows + nxt.num_rows > self._max_batch:
+                    break
+                items.append(self._queue.popleft())
+                rows += nxt.num_rows
+            return items
+
+    def _run(self) -> None:
+        while True:
+            items = self._take()
+            if items is None:
+                return
+            if items[0].task is not None:
+                self._run_task(items[0])
+            else:
+                self._commit(items)
+            if not self._queue:
+                try:
+                    self._store.maybe_checkpoint()
+                except Exception:  # a failed checkpoint is retried later; data is in the WAL
+                    log.exception("checkpoint failed")
+
+    def _run_task(self, item: _Item) -> None:
+        assert item.task is not None
+        try:
+            item.future.set_result(item.task(self._store))
+        except Exception as exc:
+            item.future.set_exception(exc)
+
+    def _commit(self, items: list[_Item]) -> None:
+        tables = [i.table for i in items if i.table is not None]
+        rows = sum(t.num_rows for t in tables)
+        started = time.perf_counter()
+        try:
+            self._store.write(tables[0] if len(tables) == 1 else pa.concat_tables(tables))
+        except Exception as exc:
+            self.stats.commits_failed += 1
+            if len(items) > 1:
+                # One bad request must not fail the others that shared its transaction.
+                for item in items:
+                    self._commit([item])
+                return
+            log.warning("span batch commit failed: %s", exc)
+            self._finish(items, rows, exc)
+            return
+        self.stats.last_commit_seconds = time.perf_counter() - started
+        self.stats.batches_committed += 1
+        self.stats.spans_written += rows
+        self._finish(items, rows, None)
+
+    def _finish(self, items: list[_Item], rows: int, exc: Exception | None) -> None:
+        with self._cond:
+            self._pending -= rows
+        for item in items:
+            # A caller that gave up (client gone) may have cancelled its future; the rows stay.
+            if item.future.cancelled():
+                continue
+            try:
+                if exc is None:
+                    item.future.set_result(None)
+                else:
+                    item.future.set_exception(exc)
+            except InvalidStateError:
+                pass

@@ -1,0 +1,1 @@
+"""Storage: the DuckDB schema and the store that owns every SQL statement."""

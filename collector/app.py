@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-
 from reach_collector import __version__
 from reach_collector.api import health, otlp, traces
 from reach_collector.api.auth import AuthMiddleware
@@ -54,7 +53,5 @@ def create_app(
     app.state.retention = retention
     for module in (health, otlp, traces):
         app.include_router(module.router)
-    app.add_middleware(
-        AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token
-    )
+    app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
     return app

@@ -237,9 +237,7 @@ def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:
     return replace(settings, **changes)
 
 
-def load(
-    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
-) -> Settings:
+def load(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
     settings = load_file(path) if path else Settings()
     return apply_env(settings, os.environ if env is None else env)
 

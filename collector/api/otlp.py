@@ -9,8 +9,6 @@ from typing import Final
 
 from fastapi import APIRouter, Request, Response
 from google.rpc import status_pb2
-from starlette.concurrency import run_in_threadpool
-
 from reach_collector.ingest.decode import (
     JSON,
     PROTOBUF,
@@ -21,6 +19,7 @@ from reach_collector.ingest.decode import (
 )
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
+from starlette.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)
 

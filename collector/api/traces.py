@@ -7,7 +7,6 @@ import re
 from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException, Request
-
 from reach_collector.api.timeparse import parse_time_ns
 from reach_collector.store.duckdb_store import TraceFilter
 from reach_collector.views import summary_json, trace_json

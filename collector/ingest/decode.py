@@ -54,9 +54,7 @@ def media_type(content_type: str | None) -> str:
         return PROTOBUF
     if base in _JSON_TYPES:
         return JSON
-    raise UnsupportedMedia(
-        f"unsupported content type {base or '(none)'!r}: send {PROTOBUF} or {JSON}"
-    )
+    raise UnsupportedMedia(f"unsupported content type {base or '(none)'!r}: send {PROTOBUF} or {JSON}")
 
 
 def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
@@ -76,9 +74,7 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
             inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
             out += inflater.decompress(data, max_bytes + 1 - len(out))
             if len(out) > max_bytes or inflater.unconsumed_tail:
-                raise BodyTooLarge(
-                    f"decompressed body exceeds the limit of {max_bytes} bytes"
-                )
+                raise BodyTooLarge(f"decompressed body exceeds the limit of {max_bytes} bytes")
             if not inflater.eof:
                 raise UndecodableBody("truncated gzip body")
             data = inflater.unused_data

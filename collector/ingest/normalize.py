@@ -118,9 +118,7 @@ def promote(
     if op == sc.OP_AGENT:
         agent = _str(attrs, sc.GEN_AI_AGENT_NAME, sc.OPENINFERENCE_AGENT_NAME) or entity
     elif op == sc.OP_HANDOFF:
-        agent = _str(
-            attrs, sc.REACH_HANDOFF_SOURCE, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_HANDOFF_FROM_AGENT
-        )
+        agent = _str(attrs, sc.REACH_HANDOFF_SOURCE, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_HANDOFF_FROM_AGENT)
     else:
         agent = _str(attrs, sc.REACH_AGENT_NAME, sc.GEN_AI_AGENT_NAME, sc.OPENINFERENCE_AGENT_NAME)
     tool = _str(attrs, sc.GEN_AI_TOOL_NAME, sc.OPENINFERENCE_TOOL_NAME)
@@ -143,9 +141,7 @@ def promote(
         operation=op,
         agent=agent,
         tool=tool,
-        model=_str(
-            attrs, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, sc.OPENINFERENCE_LLM_MODEL_NAME
-        ),
+        model=_str(attrs, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, sc.OPENINFERENCE_LLM_MODEL_NAME),
         provider=_str(
             attrs,
             sc.GEN_AI_PROVIDER_NAME,

@@ -15,9 +15,9 @@ from typing import Any, Final
 
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
 from reach_collector.store.schema import ARROW_SCHEMA, SPAN_NAMES
+
 from reach_otel import semconv as sc
 
 _MAX_NS: Final = 2**63 - 1

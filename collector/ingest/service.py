@@ -7,7 +7,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from reach_collector.ingest.decode import UndecodableBody, decompress, parse
 from reach_collector.ingest.rows import SpanBatch, flatten
 from reach_collector.ingest.writer import Writer

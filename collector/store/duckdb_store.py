@@ -6,6 +6,7 @@ queries see committed data without blocking ingest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -15,7 +16,6 @@ from typing import Any, Final
 
 import duckdb
 import pyarrow as pa
-
 from reach_collector.store.schema import DDL, SPAN_NAMES, TRACE_UPSERT
 
 MEMORY: Final = ":memory:"
@@ -188,16 +188,12 @@ class DuckDBStore:
         self._closed = True
         with self._cursors_lock:
             for cur in self._cursors:
-                try:
+                with contextlib.suppress(duckdb.Error):
                     cur.close()
-                except duckdb.Error:
-                    pass
             self._cursors.clear()
         if self.path != MEMORY:
-            try:
+            with contextlib.suppress(duckdb.Error):
                 self._con.execute("CHECKPOINT")
-            except duckdb.Error:
-                pass
         self._con.close()
 
 

@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -29,14 +28,13 @@ Token = object
 class Invocation:
     """A started span plus the context that makes it current."""
 
-    __slots__ = ("_ended", "_hooks", "ctx", "handler", "span")
+    __slots__ = ("_ended", "ctx", "handler", "span")
 
     def __init__(self, handler: TelemetryHandler, span: Span, ctx: otel_context.Context) -> None:
         self.handler = handler
         self.span = span
         self.ctx = ctx
         self._ended = False
-        self._hooks: list[Callable[[Invocation], None]] | None = None
 
     # -- activation --------------------------------------------------------------------------------
     @safe
@@ -49,20 +47,16 @@ class Invocation:
             otel_context.detach(token)  # type: ignore[arg-type]
 
     # -- ending ------------------------------------------------------------------------------------
-    def on_end(self, hook: Callable[[Invocation], None]) -> None:
-        """Run ``hook`` once, just before the span ends (used by parents that aggregate)."""
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(hook)
-
     @safe
     def stop(self, result: Any = None) -> None:
         if self._ended:
             return
         self._ended = True
-        if self.span.is_recording():
-            self._record_result(result)
-        self._finish(errored=False)
+        try:
+            if self.span.is_recording():
+                self._record_result(result)
+        finally:  # whatever failed above, the span still ends
+            self._finish(errored=False)
 
     @safe
     def fail(self, exc: BaseException, error_code: str | None = None) -> None:
@@ -70,18 +64,19 @@ class Invocation:
             return
         self._ended = True
         span = self.span
-        if span.is_recording():
-            span.set_status(Status(StatusCode.ERROR, f"{exc}"[:1024]))
-            span.set_attribute(sc.ERROR_TYPE, error_code or error_type(exc))
-            span.record_exception(exc)
-        self._finish(errored=True)
+        try:
+            if span.is_recording():
+                span.set_status(Status(StatusCode.ERROR, f"{exc}"[:1024]))
+                span.set_attribute(sc.ERROR_TYPE, error_code or error_type(exc))
+                span.record_exception(exc)
+        finally:
+            self._finish(errored=True)
 
     def _finish(self, *, errored: bool) -> None:
-        self._before_end(errored=errored)
-        if self._hooks:
-            for hook in self._hooks:
-                hook(self)
-        self.span.end()
+        try:
+            self._before_end(errored=errored)
+        finally:
+            self.span.end()
 
     # -- per-kind extension points ---------------------------------------------------------------
     def _record_result(self, result: Any) -> None:

@@ -107,7 +107,11 @@ def scrub(value: Any, redactor: Callable[[str], str], max_chars: int) -> Any:
                 return scrub(method(), redactor, max_chars)
             except Exception:  # fall through to repr: content capture is best effort
                 break
-    return truncate(redactor(repr(value)), max_chars)
+    try:
+        text = repr(value)
+    except Exception:  # a user object whose repr fails must not stop the capture
+        text = f"<{type(value).__name__}>"
+    return truncate(redactor(text), max_chars)
 
 
 def to_json(value: Any, redactor: Callable[[str], str], max_chars: int) -> str:

@@ -147,7 +147,11 @@ def test_bare_decorators_and_default_names(rec) -> None:
 
     assert support_turn("INV-1") == "INV-1"
     names = [s.name for s in rec.spans]
-    assert names == ["execute_tool query_invoice", "invoke_agent billing_agent", "invoke_workflow support_turn"]
+    assert names == [
+        "execute_tool query_invoice",
+        "invoke_agent billing_agent",
+        "invoke_workflow support_turn",
+    ]
 
 
 def test_methods_take_agent_name_from_instance(rec) -> None:
@@ -170,7 +174,11 @@ def test_methods_take_agent_name_from_instance(rec) -> None:
     assert BaseAgent("Billing").run("a") == "a!"
     assert SupportAgent(None).run("b") == "b!"
     assert asyncio.run(BaseAgent("X").lookup("k")) == "k"
-    assert [s.name for s in rec.spans] == ["invoke_agent Billing", "invoke_agent SupportAgent", "execute_tool lookup"]
+    assert [s.name for s in rec.spans] == [
+        "invoke_agent Billing",
+        "invoke_agent SupportAgent",
+        "execute_tool lookup",
+    ]
 
 
 def test_generator_closed_early_ends_span_once_without_error(rec) -> None:

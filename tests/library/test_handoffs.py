@@ -37,7 +37,14 @@ def test_declared_transitions(rec, script: list[str], final: str) -> None:
 
 @pytest.mark.parametrize(
     "script",
-    [["start"], ["commit"], ["accept", "commit"], ["accept", "reject"], ["accept", "start", "commit", "commit"], ["fly"]],
+    [
+        ["start"],
+        ["commit"],
+        ["accept", "commit"],
+        ["accept", "reject"],
+        ["accept", "start", "commit", "commit"],
+        ["fly"],
+    ],
 )
 def test_undeclared_transition_is_recorded_and_fails(rec, script: list[str]) -> None:
     with reach_otel.handoff("Triage", "Billing") as h:
@@ -67,12 +74,14 @@ def test_every_declared_transition_and_nothing_else() -> None:
 def test_handoff_span_attributes_and_parent(rec) -> None:
     @reach_otel.agent(name="TriageAgent")
     def triage() -> None:
-        with reach_otel.session(session_id="S1", task_id="T9"):
-            with reach_otel.handoff(
+        with (
+            reach_otel.session(session_id="S1", task_id="T9"),
+            reach_otel.handoff(
                 "TriageAgent", "BillingAgent", reason="invoice", mode="escalate", handoff_id="H1"
-            ) as h:
-                h.transition("accept")
-                assert h.id == "H1"
+            ) as h,
+        ):
+            h.transition("accept")
+            assert h.id == "H1"
 
     triage()
     span = rec.one("handoff BillingAgent")
@@ -102,7 +111,12 @@ def test_handoff_span_attributes_and_parent(rec) -> None:
 
 @pytest.mark.parametrize(
     ("mode", "transfer"),
-    [("takeover", "pass_control"), ("escalate", "pass_control"), ("delegate", "return_to_caller"), ("consult", "return_to_caller")],
+    [
+        ("takeover", "pass_control"),
+        ("escalate", "pass_control"),
+        ("delegate", "return_to_caller"),
+        ("consult", "return_to_caller"),
+    ],
 )
 def test_mode_maps_to_transfer_mode(rec, mode: str, transfer: str) -> None:
     with reach_otel.handoff("A", "B", mode=mode):
@@ -121,11 +135,10 @@ def test_source_defaults_to_the_current_agent(rec) -> None:
 
 
 def test_exception_inside_handoff_fails_it(rec) -> None:
-    with pytest.raises(KeyError):
-        with reach_otel.handoff("A", "B") as h:
-            h.transition("accept")
-            h.transition("start")
-            raise KeyError("boom")
+    with pytest.raises(KeyError), reach_otel.handoff("A", "B") as h:
+        h.transition("accept")
+        h.transition("start")
+        raise KeyError("boom")
     span = rec.one("handoff B")
     assert span.attributes["reach.handoff.status"] == "failed"
     assert span.attributes["error.type"] == "KeyError"

@@ -54,7 +54,10 @@ def test_inject_invoke_body_sets_context_trace_id(rec) -> None:
 
 def test_extract_headers_case_insensitive_and_attach_continues_trace(rec) -> None:
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
-    headers = {"Traceparent": f"00-{trace_id}-00f067aa0ba902b7-01", "Baggage": "reach.hops=2,reach.path=A%2CB%2CA"}
+    headers = {
+        "Traceparent": f"00-{trace_id}-00f067aa0ba902b7-01",
+        "Baggage": "reach.hops=2,reach.path=A%2CB%2CA",
+    }
 
     @reach_otel.agent(name="B")
     def b() -> None:
@@ -74,7 +77,13 @@ def test_extract_invoke_body_with_only_a_trace_id(rec) -> None:
     trace_id = "0af7651916cd43dd8448eb211c80319c"
     ctx = reach_otel.extract({"request_id": "r", "context": {"trace_id": trace_id}})
     assert format_trace_id(trace.get_current_span(ctx).get_span_context().trace_id) == trace_id
-    for bad in ({"context": {"trace_id": "zz"}}, {"context": {"trace_id": "0" * 32}}, {"context": "nope"}, None, 42):
+    for bad in (
+        {"context": {"trace_id": "zz"}},
+        {"context": {"trace_id": "0" * 32}},
+        {"context": "nope"},
+        None,
+        42,
+    ):
         assert not trace.get_current_span(reach_otel.extract(bad)).get_span_context().is_valid  # type: ignore[arg-type]
 
 
@@ -112,7 +121,8 @@ def test_hop_count_continues_across_an_inject_extract_boundary(rec) -> None:
 def test_hostile_baggage_is_bounded(rec) -> None:
     headers = {
         "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-        "baggage": "reach.hops=999999999999,reach.path=" + "%2C".join(f"a{i:02d}" + "x" * 67 for i in range(40)),
+        "baggage": "reach.hops=999999999999,reach.path="
+        + "%2C".join(f"a{i:02d}" + "x" * 67 for i in range(40)),
     }
 
     @reach_otel.agent(name="Z")
@@ -201,7 +211,9 @@ def test_real_http_hop_to_another_process(rec, tmp_path: Path) -> None:
                 h.transition("accept")
                 h.transition("start")
                 body = reach_otel.inject({"request_id": "r1", "params": {"a": 1, "b": 2}, "context": {}})
-                req = urllib.request.Request(url + "/invoke", json.dumps(body).encode(), {"content-type": "application/json"})
+                req = urllib.request.Request(
+                    url + "/invoke", json.dumps(body).encode(), {"content-type": "application/json"}
+                )
                 with urllib.request.urlopen(req, timeout=10) as resp:
                     reply = json.loads(resp.read())
                 h.transition("commit")

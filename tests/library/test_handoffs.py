@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 import reach_otel
@@ -203,7 +205,7 @@ def _ping_pong(path: list[str]) -> None:
 
     @reach_otel.workflow(name="loop")
     def run() -> None:
-        for source, target in zip(path, path[1:]):
+        for source, target in itertools.pairwise(path):
             with reach_otel.handoff(source, target, mode="takeover"):
                 pass
 

@@ -17,6 +17,7 @@ TRACELOOP_REQUEST_TYPE: Final = "llm.request.type"
 OPENINFERENCE_LLM_SYSTEM: Final = "llm.system"
 EXCEPTION_TYPE: Final = "exception.type"
 EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_MESSAGE: Final = "exception.message"
 
 # traceloop.span.kind → gen_ai.operation.name
 _TRACELOOP_KINDS: Final = {

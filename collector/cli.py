@@ -1,0 +1,137 @@
+"""`reach-otel collector | trace | traces`: argparse commands. Heavy imports (FastAPI, DuckDB) happen
+inside the command functions, so `reach-otel --help` works without the collector extra."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Any
+
+from reach_collector.client import QueryError, default_url, get_json
+
+_TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="OTLP/HTTP and API port (default 4318)")
+    parser.add_argument("--grpc-port", type=int, default=None, help="OTLP/gRPC port (default 4317; 0 = off)")
+    parser.add_argument(
+        "--db", default=None, help="DuckDB file (default ./reach-data/traces.duckdb) or :memory:"
+    )
+    parser.add_argument("--config", default=None, help="YAML config file (see the configuration reference)")
+    parser.add_argument("--retention", default=None, help="drop spans older than this (e.g. 7d, 12h)")
+    parser.add_argument(
+        "--insecure-bind",
+        action="store_true",
+        help="allow a non-loopback host without auth tokens",
+    )
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from reach_collector.config import ConfigError, load, parse_duration
+    from reach_collector.server import StartupError, serve
+
+    try:
+        settings = load(args.config)
+        settings = settings.with_overrides(
+            host=args.host,
+            port=args.port,
+            grpc_port=args.grpc_port,
+            db=args.db,
+            retention_s=parse_duration(args.retention, "--retention") if args.retention else None,
+            insecure_bind=True if args.insecure_bind else None,
+        )
+        serve(settings)
+    except (ConfigError, StartupError) as exc:
+        print(f"reach-otel collector: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url", default=None, help="collector URL (default $REACH_OTEL_URL or http://127.0.0.1:4318)"
+    )
+    parser.add_argument("--token", default=None, help="query token (default $REACH_QUERY_TOKEN)")
+    parser.add_argument("--json", action="store_true", help="print the raw JSON instead of a rendering")
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"reach-otel: {message}", file=sys.stderr)
+    return code
+
+
+def run_trace(args: argparse.Namespace) -> int:
+    if not _TRACE_ID.match(args.trace_id) or int(args.trace_id, 16) == 0:
+        return _fail(f"malformed trace id {args.trace_id!r}: expected 32 hex digits", 2)
+    try:
+        trace = get_json(args.url or default_url(), f"/api/traces/{args.trace_id.lower()}", token=args.token)
+    except QueryError as exc:
+        return _fail(str(exc))
+    if args.json:
+        import json
+
+        print(json.dumps(trace, indent=2))
+        return 0
+    from reach_collector.render import print_tree
+
+    print_tree(trace)
+    return 0
+
+
+def run_traces(args: argparse.Namespace) -> int:
+    params: list[tuple[str, str]] = [("limit", str(args.limit))]
+    for name in ("service", "agent", "since", "until"):
+        value = getattr(args, name)
+        if value:
+            params.append((name, value))
+    if args.errors:
+        params.append(("status", "error"))
+    if args.min_duration_ms is not None:
+        params.append(("min_duration_ms", str(args.min_duration_ms)))
+    for item in args.attr or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            return _fail(f"--attr expects KEY=VALUE, got {item!r}", 2)
+        params.append((f"attr.{key}", value))
+    try:
+        body: dict[str, Any] = get_json(args.url or default_url(), "/api/traces", params, token=args.token)
+    except QueryError as exc:
+        return _fail(str(exc))
+    if args.json:
+        import json
+
+        print(json.dumps(body, indent=2))
+        return 0
+    from reach_collector.render import print_traces
+
+    print_traces(body["traces"])
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `collector`, `trace` and `traces` to the `reach-otel` command line."""
+    serve = sub.add_parser("collector", help="run the trace-store collector (OTLP ingest, query API)")
+    add_serve_arguments(serve)
+    serve.set_defaults(func=run_serve)
+
+    trace = sub.add_parser("trace", help="print one trace as a span tree")
+    trace.add_argument("trace_id", metavar="TRACE_ID", help="32 hex digits")
+    _add_query_arguments(trace)
+    trace.set_defaults(func=run_trace)
+
+    traces = sub.add_parser("traces", help="search traces")
+    traces.add_argument("--service", help="traces with a span from this service")
+    traces.add_argument("--agent", help="traces in which this agent ran")
+    traces.add_argument("--errors", action="store_true", help="only traces with an ERROR span")
+    traces.add_argument("--since", help="ISO-8601, unix ns, or a lookback like 15m")
+    traces.add_argument("--until", help="ISO-8601 or unix ns")
+    traces.add_argument("--min-duration-ms", type=float, default=None, help="slower than this")
+    traces.add_argument("--attr", action="append", metavar="KEY=VALUE", help="a span attribute (repeatable)")
+    traces.add_argument("--limit", type=int, default=20, help="at most this many (max 1000)")
+    _add_query_arguments(traces)
+    traces.set_defaults(func=run_traces)

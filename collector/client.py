@@ -1,0 +1,56 @@
+"""A small stdlib HTTP client for the query commands (no third-party HTTP dependency)."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Final
+
+DEFAULT_URL: Final = "http://127.0.0.1:4318"
+
+
+class QueryError(Exception):
+    """A query that failed; the message is what the user should read."""
+
+
+def default_url() -> str:
+    return os.environ.get("REACH_OTEL_URL") or DEFAULT_URL
+
+
+def get_json(
+    base_url: str,
+    path: str,
+    params: list[tuple[str, str]] | None = None,
+    token: str | None = None,
+    timeout: float = 10.0,
+) -> Any:
+    url = base_url.rstrip("/") + path
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    request = urllib.request.Request(url, headers={"accept": "application/json"})
+    token = token or os.environ.get("REACH_QUERY_TOKEN")
+    if token:
+        request.add_header("authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise QueryError(f"{exc.code}: {_detail(exc)}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise QueryError(f"cannot reach the collector at {base_url}: {reason}") from None
+    except ValueError as exc:
+        raise QueryError(f"the collector at {base_url} sent a reply that is not JSON: {exc}") from None
+
+
+def _detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        body = json.loads(exc.read())
+    except (ValueError, OSError):
+        return str(exc.reason)
+    if isinstance(body, dict):
+        return str(body.get("detail") or body.get("message") or exc.reason)
+    return str(exc.reason)

@@ -1,0 +1,77 @@
+"""Run the collector: open the store, bind HTTP (and gRPC), print where it listens, serve."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import TextIO
+
+from reach_collector.config import Settings, check_bind
+
+
+class StartupError(Exception):
+    """The collector cannot start; the message says why and what to do."""
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
+    """Serve until interrupted. Imports the heavy dependencies here, not at CLI import time."""
+    import duckdb
+    import uvicorn
+    from reach_collector.app import create_app
+    from reach_collector.ingest.grpc_server import start_grpc
+    from reach_collector.store.duckdb_store import MEMORY, DuckDBStore
+
+    reason = check_bind(settings)
+    if reason:
+        raise StartupError(reason)
+    sock = _bind(settings.host, settings.port)
+    try:
+        store = DuckDBStore(settings.db)
+    except duckdb.Error as exc:
+        sock.close()
+        raise StartupError(f"cannot open the trace store {settings.db}: {exc}") from None
+    app = create_app(settings, store=store)
+    grpc_server = None
+    try:
+        port = sock.getsockname()[1]
+        print(f"reach-otel collector listening on http://{settings.host}:{port} (OTLP/HTTP, API)", file=out)
+        if settings.grpc_port:
+            grpc_server, grpc_port = start_grpc(
+                app.state.ingest,
+                settings.host,
+                settings.grpc_port,
+                ingest_token=settings.ingest_token,
+                query_token=settings.query_token,
+            )
+            print(f"reach-otel collector listening on {settings.host}:{grpc_port} (OTLP/gRPC)", file=out)
+        else:
+            print("reach-otel collector: OTLP/gRPC off", file=out)
+        where = "in memory (nothing is kept after exit)" if settings.db == MEMORY else settings.db
+        print(f"reach-otel collector data: {where}; retention {settings.retention_s:g}s", file=out)
+        if settings.auth_enabled:
+            scopes = [n for n, t in (("ingest", settings.ingest_token), ("query", settings.query_token)) if t]
+            print(f"reach-otel collector auth: on ({', '.join(scopes)} token)", file=out)
+        else:
+            print(f"reach-otel collector auth: off (no tokens; bound to {settings.host})", file=out)
+        out.flush()
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if grpc_server is not None:
+            grpc_server.stop(grace=5).wait(10)
+        sock.close()
+        store.close()

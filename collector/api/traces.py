@@ -49,11 +49,13 @@ def parse_filter(params: list[tuple[str, str]], now_s: float) -> TraceFilter:
     status = single.get("status")
     if status not in (None, "", "error", "any"):
         raise HTTPException(400, f"status must be 'error' or 'any', got {status[:40]!r}")
-    try:
-        since = parse_time_ns(single["since"], now_s) if single.get("since") else None
-        until = parse_time_ns(single["until"], now_s) if single.get("until") else None
-    except ValueError as exc:
-        raise HTTPException(400, str(exc)) from None
+    bounds: dict[str, int | None] = {}
+    for name in ("since", "until"):
+        try:
+            bounds[name] = parse_time_ns(single[name], now_s) if single.get(name) else None
+        except ValueError as exc:
+            raise HTTPException(400, f"{name}: {exc}") from None
+    since, until = bounds["since"], bounds["until"]
     min_duration: float | None = None
     if single.get("min_duration_ms"):
         try:

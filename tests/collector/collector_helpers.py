@@ -71,3 +71,76 @@ def tracer_provider(exporter: Any, service: str = "billing-agent", **resource: A
     provider.add_span_processor(SimpleSpanProcessor(memory))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider, memory
+
+
+def multi_agent_trace(exporter: Any, *, fail_billing: bool = False, loop: bool = False) -> str:
+    """One realistic request: workflow → triage → handoff → billing (chat + tool); returns trace id."""
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    from reach_otel import semconv as sc
+
+    provider, _ = tracer_provider(exporter, service="support-app")
+    tracer = provider.get_tracer("multi-agent-test")
+
+    def agent_attrs(name: str, hop: int) -> dict[str, Any]:
+        return {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT,
+            sc.GEN_AI_AGENT_NAME: name,
+            sc.REACH_HOP_COUNT: hop,
+            sc.GEN_AI_USAGE_INPUT_TOKENS: 100,
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS: 20,
+        }
+
+    with tracer.start_as_current_span(
+        sc.workflow_span_name("support_turn"),
+        attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_WORKFLOW, sc.GEN_AI_WORKFLOW_NAME: "support_turn"},
+    ) as root:
+        with tracer.start_as_current_span(
+            sc.agent_span_name("TriageAgent"), attributes=agent_attrs("TriageAgent", 0)
+        ), tracer.start_as_current_span(
+            sc.handoff_span_name("BillingAgent"),
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_HANDOFF,
+                sc.GEN_AI_AGENT_NAME: "TriageAgent",
+                sc.REACH_HANDOFF_SOURCE: "TriageAgent",
+                sc.REACH_HANDOFF_TARGET: "BillingAgent",
+                sc.REACH_HANDOFF_MODE: "delegate",
+                sc.REACH_HANDOFF_STATUS: "committed",
+                sc.REACH_HOP_COUNT: 1,
+                sc.REACH_LOOP_DETECTED: loop,
+            },
+        ) as handoff:
+            if loop:
+                handoff.add_event(
+                    sc.EVENT_LOOP_DETECTED, {sc.REACH_LOOP_CYCLE: ["TriageAgent", "BillingAgent"]}
+                )
+        with tracer.start_as_current_span(
+            sc.agent_span_name("BillingAgent"), attributes=agent_attrs("BillingAgent", 1)
+        ) as billing:
+            with tracer.start_as_current_span(
+                sc.llm_span_name("fake-model"),
+                kind=SpanKind.CLIENT,
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                    sc.GEN_AI_REQUEST_MODEL: "fake-model",
+                    sc.GEN_AI_PROVIDER_NAME: "local",
+                    sc.GEN_AI_USAGE_INPUT_TOKENS: 100,
+                    sc.GEN_AI_USAGE_OUTPUT_TOKENS: 20,
+                    sc.REACH_AGENT_NAME: "BillingAgent",
+                },
+            ):
+                pass
+            with tracer.start_as_current_span(
+                sc.tool_span_name("query_invoice"),
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_TOOL,
+                    sc.GEN_AI_TOOL_NAME: "query_invoice",
+                    sc.REACH_AGENT_NAME: "BillingAgent",
+                },
+            ):
+                pass
+            if fail_billing:
+                billing.set_status(Status(StatusCode.ERROR, "invoice service down"))
+                billing.set_attribute(sc.ERROR_TYPE, "billing.InvoiceError")
+    provider.shutdown()
+    return format(root.get_span_context().trace_id, "032x")

@@ -131,7 +131,7 @@ class TelemetryHandler:
         kind: SpanKind = SpanKind.INTERNAL,
     ) -> AgentInvocation | None:
         ctx = otel_context.get_current()
-        if suppressed(ctx):
+        if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY):
             return None
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT,
@@ -142,7 +142,9 @@ class TelemetryHandler:
             attrs[sc.REACH_AGENT_ROLE] = role
         if description:
             attrs[sc.GEN_AI_AGENT_DESCRIPTION] = description
-        _session_attributes(current_session(ctx), attrs)
+        session = ctx.get(_SESSION_KEY)
+        if session is not None:
+            _session_attributes(session, attrs)  # type: ignore[arg-type]
         parent = trace.get_current_span(ctx).get_span_context()
         state: hf.HopState | None = None
         if parent.is_valid:
@@ -152,11 +154,11 @@ class TelemetryHandler:
         else:
             attrs[sc.REACH_HOP_COUNT] = 0
         span = self.tracer.start_span(sc.agent_span_name(name), ctx, kind, attrs)
-        if state is None:
+        if state is None and baggage.get_baggage(sc.BAGGAGE_HOPS, ctx) is not None:
+            # A root agent gets hop state only when baggage brings some; else the first handoff makes it.
             self._hop_state(ctx, span.get_span_context().trace_id).visit_first(name)
-        inv_ctx = otel_context.set_value(_AGENT_KEY, None, trace.set_span_in_context(span, ctx))
-        inv = AgentInvocation(self, span, inv_ctx, not parent.is_valid, name)
-        inv.ctx = otel_context.set_value(_AGENT_KEY, inv, inv.ctx)
+        inv = AgentInvocation(self, span, ctx, parent.is_valid is False, name)
+        inv.ctx = otel_context.set_value(_AGENT_KEY, inv, trace.set_span_in_context(span, ctx))
         return inv
 
     # -- llm & tool ------------------------------------------------------------------------------

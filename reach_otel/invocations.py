@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 Token = object
 
+# Counter updates are rare and tiny: one lock for every agent is cheaper than one lock each.
+_COUNTERS_LOCK = threading.Lock()
+
 
 class Invocation:
     """A started span plus the context that makes it current."""
@@ -112,27 +115,26 @@ class WorkflowInvocation(Invocation):
 class AgentInvocation(WorkflowInvocation):
     """An agent run: it sums the tokens and counts the calls made while it is the nearest agent."""
 
-    __slots__ = ("_lock", "input_tokens", "llm_calls", "name", "output_tokens", "tool_calls")
+    __slots__ = ("input_tokens", "llm_calls", "name", "output_tokens", "tool_calls")
 
     def __init__(
         self, handler: TelemetryHandler, span: Span, ctx: otel_context.Context, is_root: bool, name: str
     ) -> None:
         super().__init__(handler, span, ctx, is_root)
         self.name = name
-        self._lock = threading.Lock()
         self.input_tokens = 0
         self.output_tokens = 0
         self.llm_calls = 0
         self.tool_calls = 0
 
     def add_llm_call(self, input_tokens: int | None, output_tokens: int | None) -> None:
-        with self._lock:
+        with _COUNTERS_LOCK:
             self.llm_calls += 1
             self.input_tokens += input_tokens or 0
             self.output_tokens += output_tokens or 0
 
     def add_tool_call(self) -> None:
-        with self._lock:
+        with _COUNTERS_LOCK:
             self.tool_calls += 1
 
     def set_input(self, bound_arguments: dict[str, Any]) -> None:
@@ -144,7 +146,7 @@ class AgentInvocation(WorkflowInvocation):
             self._content(sc.GEN_AI_OUTPUT_MESSAGES, to_messages(result, "assistant"))
 
     def _before_end(self, *, errored: bool) -> None:
-        with self._lock:
+        with _COUNTERS_LOCK:
             self.span.set_attributes(
                 {
                     sc.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens,

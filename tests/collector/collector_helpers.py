@@ -95,21 +95,24 @@ def multi_agent_trace(exporter: Any, *, fail_billing: bool = False, loop: bool =
         sc.workflow_span_name("support_turn"),
         attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_WORKFLOW, sc.GEN_AI_WORKFLOW_NAME: "support_turn"},
     ) as root:
-        with tracer.start_as_current_span(
-            sc.agent_span_name("TriageAgent"), attributes=agent_attrs("TriageAgent", 0)
-        ), tracer.start_as_current_span(
-            sc.handoff_span_name("BillingAgent"),
-            attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_HANDOFF,
-                sc.GEN_AI_AGENT_NAME: "TriageAgent",
-                sc.REACH_HANDOFF_SOURCE: "TriageAgent",
-                sc.REACH_HANDOFF_TARGET: "BillingAgent",
-                sc.REACH_HANDOFF_MODE: "delegate",
-                sc.REACH_HANDOFF_STATUS: "committed",
-                sc.REACH_HOP_COUNT: 1,
-                sc.REACH_LOOP_DETECTED: loop,
-            },
-        ) as handoff:
+        with (
+            tracer.start_as_current_span(
+                sc.agent_span_name("TriageAgent"), attributes=agent_attrs("TriageAgent", 0)
+            ),
+            tracer.start_as_current_span(
+                sc.handoff_span_name("BillingAgent"),
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_HANDOFF,
+                    sc.GEN_AI_AGENT_NAME: "TriageAgent",
+                    sc.REACH_HANDOFF_SOURCE: "TriageAgent",
+                    sc.REACH_HANDOFF_TARGET: "BillingAgent",
+                    sc.REACH_HANDOFF_MODE: "delegate",
+                    sc.REACH_HANDOFF_STATUS: "committed",
+                    sc.REACH_HOP_COUNT: 1,
+                    sc.REACH_LOOP_DETECTED: loop,
+                },
+            ) as handoff,
+        ):
             if loop:
                 handoff.add_event(
                     sc.EVENT_LOOP_DETECTED, {sc.REACH_LOOP_CYCLE: ["TriageAgent", "BillingAgent"]}

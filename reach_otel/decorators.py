@@ -308,10 +308,22 @@ def tool(fn: F | None = None, *, name: str | None = None, description: str | Non
 def llm(fn: F) -> F: ...
 @overload
 def llm(
-    fn: None = None, *, model: str | None = None, provider: str | None = None, operation: str = "chat"
+    fn: None = None,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    operation: str = "chat",
+    server_address: str | None = None,
+    server_port: int | None = None,
 ) -> Callable[[F], F]: ...
 def llm(
-    fn: F | None = None, *, model: str | None = None, provider: str | None = None, operation: str = "chat"
+    fn: F | None = None,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    operation: str = "chat",
+    server_address: str | None = None,
+    server_port: int | None = None,
 ) -> Any:
     """An LLM call made by a client reach_otel does not patch: ``chat {model}`` (CLIENT).
 
@@ -330,6 +342,8 @@ def llm(
                 provider or "unknown",
                 operation=operation,
                 stream=streaming or bool(kwargs.get("stream")),
+                server_address=server_address,
+                server_port=server_port,
             )
             if inv is not None and handler.settings.capture_content:
                 bound = bound_arguments(f, instance, args, kwargs)

@@ -21,7 +21,7 @@ def completion(model: str = "m1-2025", inp: int = 11, out: int = 7) -> dict:
     }
 
 
-@reach_otel.llm(model="m1", provider="local")
+@reach_otel.llm(model="m1", provider="local", server_address="127.0.0.1", server_port=8080)
 def ask(prompt: str, inp: int = 11, out: int = 7) -> dict:
     return completion(inp=inp, out=out)
 
@@ -86,6 +86,8 @@ def test_workflow_agent_llm_tool_attributes(rec) -> None:
     assert attrs["gen_ai.usage.input_tokens"] == 11
     assert attrs["gen_ai.usage.output_tokens"] == 7
     assert attrs["gen_ai.request.stream"] is False
+    assert attrs["server.address"] == "127.0.0.1"
+    assert attrs["server.port"] == 8080
     assert attrs["reach.agent.name"] == "BillingAgent"
     assert "gen_ai.input.messages" not in attrs  # content is off by default
 

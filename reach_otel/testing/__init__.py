@@ -1,0 +1,1 @@
+"""Test utilities shipped with reach_otel: a local fake LLM server speaking the OpenAI and Anthropic APIs."""

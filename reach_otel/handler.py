@@ -28,6 +28,7 @@ from reach_otel.errors import HopLimitExceeded
 from reach_otel.invocations import (
     AgentInvocation,
     Handoff,
+    Invocation,
     LLMInvocation,
     ToolInvocation,
     WorkflowInvocation,
@@ -325,6 +326,18 @@ class TelemetryHandler:
             loop_detected=cycle is not None,
         )
         return inv, exceeded
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    @safe
+    def start_http(
+        self, name: str, kind: SpanKind, attributes: dict[str, Any], ctx: otel_context.Context | None = None
+    ) -> Invocation | None:
+        """A plain CLIENT or SERVER span for an HTTP hop (outgoing call or incoming request)."""
+        ctx = ctx if ctx is not None else otel_context.get_current()
+        if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY):
+            return None
+        span = self.tracer.start_span(name, ctx, kind, attributes)
+        return Invocation(self, span, trace.set_span_in_context(span, ctx))
 
     # -- gates -----------------------------------------------------------------------------------
     @safe

@@ -199,13 +199,16 @@ class LLMInvocation(Invocation):
         if inp is not None or out is not None:
             self.record_usage(inp, out)
 
-    @safe
-    def on_chunk(self, chunk: Any) -> None:
+    def mark_first_chunk(self) -> None:
         if self._first_chunk_at is None:
             self._first_chunk_at = time.monotonic()
             self.span.set_attribute(
                 sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, self._first_chunk_at - self._started_at
             )
+
+    @safe
+    def on_chunk(self, chunk: Any) -> None:
+        self.mark_first_chunk()
         self.set_response(chunk)
 
     def _record_result(self, result: Any) -> None:

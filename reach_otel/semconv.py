@@ -72,13 +72,19 @@ SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 USER_ID: Final = "user.id"
 SERVICE_NAME: Final = "service.name"
+HTTP_REQUEST_METHOD: Final = "http.request.method"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+URL_FULL: Final = "url.full"
+URL_PATH: Final = "url.path"
+URL_SCHEME: Final = "url.scheme"
+CLIENT_ADDRESS: Final = "client.address"
 
 # --- reach.* attributes --------------------------------------------------------------------------
 REACH_AGENT_NAME: Final = "reach.agent.name"  # the enclosing agent, on LLM and tool spans
 REACH_AGENT_ROLE: Final = "reach.agent.role"
 REACH_AGENT_LLM_CALLS: Final = "reach.agent.llm_calls"
 REACH_AGENT_TOOL_CALLS: Final = "reach.agent.tool_calls"
-REACH_AGENT_TOOL_CALLS_REQUESTED: Final = "reach.llm.tool_calls_requested"
+REACH_LLM_TOOL_CALLS_REQUESTED: Final = "reach.llm.tool_calls_requested"
 REACH_TASK_ID: Final = "reach.task.id"
 REACH_SESSION_ID: Final = "reach.session.id"
 

@@ -1,0 +1,39 @@
+"""Pure helpers shared by the provider extractors: field access, request parameters, server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reach_otel import semconv as sc
+
+_REQUEST_PARAMS = (
+    ("max_tokens", sc.GEN_AI_REQUEST_MAX_TOKENS),
+    ("max_completion_tokens", sc.GEN_AI_REQUEST_MAX_TOKENS),
+    ("max_output_tokens", sc.GEN_AI_REQUEST_MAX_TOKENS),
+    ("temperature", sc.GEN_AI_REQUEST_TEMPERATURE),
+    ("top_p", sc.GEN_AI_REQUEST_TOP_P),
+)
+
+
+def field(obj: Any, name: str) -> Any:
+    """``obj[name]`` for dicts, ``obj.name`` for SDK objects, ``None`` when absent."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def server_of(instance: Any) -> tuple[str | None, int | None]:
+    """Host and port of the SDK client behind a resource object (``resource._client.base_url``)."""
+    url = getattr(getattr(instance, "_client", None), "base_url", None)
+    host = getattr(url, "host", None)
+    if not host:
+        return None, None
+    port = getattr(url, "port", None) or (443 if getattr(url, "scheme", "") == "https" else 80)
+    return host, port
+
+
+def request_params(kwargs: dict[str, Any]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    for name, key in _REQUEST_PARAMS:
+        value = kwargs.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            attrs[key] = value
+    return attrs

@@ -1,0 +1,269 @@
+"""The one body of logic behind every patched LLM client call (sync and async, streamed or not).
+
+A provider describes itself with an :class:`LLMSpec` (pure request/response extractors and a
+stream accumulator); the wrappers here start the span through the handler, call the SDK, and end
+the span exactly once — for streams on exhaustion, ``close()``, context exit, error or garbage
+collection of an abandoned stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import wrapt
+
+from reach_otel import semconv as sc
+from reach_otel._safety import safe
+from reach_otel.handler import TelemetryHandler, current_llm, suppressed
+from reach_otel.invocations import LLMInvocation
+
+HandlerRef = Callable[[], TelemetryHandler]
+
+
+@dataclass
+class Request:
+    """What a provider's extractor read off one call's arguments."""
+
+    model: str | None
+    stream: bool
+    server_address: str | None = None
+    server_port: int | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    messages: Any = None
+    system: Any = None
+
+
+class Accumulator(Protocol):
+    """Folds stream chunks into the attributes, usage and text of the whole response."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+    text: list[str]
+
+    def add(self, chunk: Any) -> None: ...
+
+    def attributes(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    provider: str
+    request: Callable[[Any, dict[str, Any]], Request]
+    response: Callable[[Any], Iterator[tuple[str, Any]]]  # extra attributes of a whole response
+    output_messages: Callable[[Any], Any]
+    error_code: Callable[[BaseException], str | None]
+    accumulator: Callable[[], Accumulator]
+    operation: str = sc.OP_CHAT
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # may adjust the call's kwargs
+
+
+@safe
+def _begin(
+    handler: TelemetryHandler, spec: LLMSpec, instance: Any, kwargs: dict[str, Any]
+) -> LLMInvocation | None:
+    if suppressed() or current_llm() is not None:  # never wrap a call already inside an LLM span
+        return None
+    req = spec.request(instance, kwargs)
+    inv = handler.start_llm(
+        req.model,
+        spec.provider,
+        operation=spec.operation,
+        stream=req.stream,
+        server_address=req.server_address,
+        server_port=req.server_port,
+        request_attributes=req.attributes,
+    )
+    if inv is not None and handler.settings.capture_content:
+        inv.set_request_messages(req.messages, req.system)
+    return inv
+
+
+@safe
+def _record(inv: LLMInvocation, spec: LLMSpec, result: Any) -> None:
+    extra = dict(spec.response(result))
+    if extra:
+        inv.span.set_attributes(extra)
+    if inv.capture:
+        inv.span.set_attribute(
+            sc.GEN_AI_OUTPUT_MESSAGES, inv.handler.content_json(spec.output_messages(result))
+        )
+
+
+def _prepared(spec: LLMSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
+    if spec.prepare is None:
+        return kwargs
+    try:
+        return spec.prepare(kwargs)
+    except Exception:  # an adjustment we cannot make is simply not made
+        return kwargs
+
+
+def sync_wrapper(spec: LLMSpec, handler_ref: HandlerRef) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        inv = _begin(handler_ref(), spec, instance, kwargs)
+        if inv is None:
+            return wrapped(*args, **kwargs)
+        kwargs = _prepared(spec, kwargs)
+        token = inv.enter()
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            inv.exit(token)
+            inv.fail(exc, spec.error_code(exc))
+            raise
+        inv.exit(token)
+        if kwargs.get("stream") and hasattr(result, "__next__"):
+            return SyncStream(result, inv, spec)
+        _record(inv, spec, result)
+        inv.stop(result)
+        return result
+
+    return wrapper
+
+
+def async_wrapper(spec: LLMSpec, handler_ref: HandlerRef) -> Callable[..., Any]:
+    async def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        inv = _begin(handler_ref(), spec, instance, kwargs)
+        if inv is None:
+            return await wrapped(*args, **kwargs)
+        kwargs = _prepared(spec, kwargs)
+        token = inv.enter()
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            inv.exit(token)
+            inv.fail(exc, spec.error_code(exc))
+            raise
+        inv.exit(token)
+        if kwargs.get("stream") and hasattr(result, "__anext__"):
+            return AsyncStream(result, inv, spec)
+        _record(inv, spec, result)
+        inv.stop(result)
+        return result
+
+    return wrapper
+
+
+class _StreamState:
+    """The span side of a stream proxy: fold chunks in, end the span exactly once."""
+
+    __slots__ = ("acc", "done", "inv", "spec")
+
+    def __init__(self, inv: LLMInvocation, spec: LLMSpec) -> None:
+        self.inv = inv
+        self.spec = spec
+        self.acc = spec.accumulator()
+        self.done = False
+
+    @safe
+    def chunk(self, chunk: Any) -> None:
+        self.inv.mark_first_chunk()
+        self.acc.add(chunk)
+
+    @safe
+    def finish(self, exc: BaseException | None = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        inv, acc = self.inv, self.acc
+        attrs = acc.attributes()
+        if attrs:
+            inv.span.set_attributes(attrs)
+        inv.record_usage(acc.input_tokens, acc.output_tokens)
+        if inv.capture and acc.text:
+            messages = [{"role": "assistant", "parts": [{"type": "text", "content": "".join(acc.text)}]}]
+            inv.span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, inv.handler.content_json(messages))
+        if exc is not None:
+            inv.fail(exc, self.spec.error_code(exc))
+        else:
+            inv.stop()
+
+
+class SyncStream(wrapt.ObjectProxy):  # type: ignore[type-arg]
+    """Proxy for an SDK ``Stream``: the user iterates it as before; the span ends once."""
+
+    def __init__(self, stream: Any, inv: LLMInvocation, spec: LLMSpec) -> None:
+        super().__init__(stream)
+        self._self_state = _StreamState(inv, spec)
+
+    def __iter__(self) -> SyncStream:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            chunk = self.__wrapped__.__next__()
+        except StopIteration:
+            self._self_state.finish()
+            raise
+        except BaseException as exc:
+            self._self_state.finish(exc)
+            raise
+        self._self_state.chunk(chunk)
+        return chunk
+
+    def __enter__(self) -> SyncStream:
+        self.__wrapped__.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        try:
+            return self.__wrapped__.__exit__(*exc_info)
+        finally:
+            self._self_state.finish(exc_info[1])
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_state.finish()
+
+    def __del__(self) -> None:  # an abandoned stream still ends its span
+        self._self_state.finish()
+
+
+class AsyncStream(wrapt.ObjectProxy):  # type: ignore[type-arg]
+    """Proxy for an SDK ``AsyncStream``."""
+
+    def __init__(self, stream: Any, inv: LLMInvocation, spec: LLMSpec) -> None:
+        super().__init__(stream)
+        self._self_state = _StreamState(inv, spec)
+
+    def __aiter__(self) -> AsyncStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            chunk = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._self_state.finish()
+            raise
+        except BaseException as exc:
+            self._self_state.finish(exc)
+            raise
+        self._self_state.chunk(chunk)
+        return chunk
+
+    async def __aenter__(self) -> AsyncStream:
+        await self.__wrapped__.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        try:
+            return await self.__wrapped__.__aexit__(*exc_info)
+        finally:
+            self._self_state.finish(exc_info[1])
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_state.finish()
+
+    def __del__(self) -> None:
+        self._self_state.finish()

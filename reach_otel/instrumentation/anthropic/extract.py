@@ -1,0 +1,100 @@
+"""Pure extractors for the Anthropic SDK: request kwargs, messages and stream events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from reach_otel import semconv as sc
+from reach_otel.extract import llm_response_attributes, output_messages
+from reach_otel.instrumentation._extract import field as _get
+from reach_otel.instrumentation._extract import request_params, server_of
+from reach_otel.instrumentation._llm import Request
+
+
+def messages_request(instance: Any, kwargs: dict[str, Any]) -> Request:
+    address, port = server_of(instance)
+    model = kwargs.get("model")
+    return Request(
+        model=model if isinstance(model, str) else None,
+        stream=bool(kwargs.get("stream")),
+        server_address=address,
+        server_port=port,
+        attributes=request_params(kwargs),
+        messages=kwargs.get("messages"),
+        system=kwargs.get("system"),
+    )
+
+
+def requested_tools(result: Any) -> list[str]:
+    return [
+        _get(block, "name")
+        for block in _get(result, "content") or ()
+        if _get(block, "type") == "tool_use" and isinstance(_get(block, "name"), str)
+    ]
+
+
+def response_attributes(result: Any) -> Iterator[tuple[str, Any]]:
+    yield from llm_response_attributes(result)
+    tools = requested_tools(result)
+    if tools:
+        yield sc.REACH_LLM_TOOL_CALLS_REQUESTED, tools
+
+
+def error_code(exc: BaseException) -> str | None:
+    code = getattr(exc, "type", None)  # the body's error.type, e.g. rate_limit_error
+    return code if isinstance(code, str) and code else None
+
+
+class MessageAccumulator:
+    """Folds Anthropic stream events (message_start … message_stop)."""
+
+    def __init__(self) -> None:
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.text: list[str] = []
+        self.model: str | None = None
+        self.response_id: str | None = None
+        self.reasons: list[str] = []
+        self.tools: list[str] = []
+
+    def add(self, event: Any) -> None:
+        kind = _get(event, "type")
+        if kind == "message_start":
+            message = _get(event, "message")
+            self.model = _get(message, "model")
+            self.response_id = _get(message, "id")
+            usage = _get(message, "usage")
+            self.input_tokens = _get(usage, "input_tokens")
+            self.output_tokens = _get(usage, "output_tokens")
+        elif kind == "content_block_start":
+            block = _get(event, "content_block")
+            if _get(block, "type") == "tool_use":
+                self.tools.append(_get(block, "name"))
+        elif kind == "content_block_delta":
+            text = _get(_get(event, "delta"), "text")
+            if isinstance(text, str):
+                self.text.append(text)
+        elif kind == "message_delta":
+            reason = _get(_get(event, "delta"), "stop_reason")
+            if isinstance(reason, str):
+                self.reasons.append(reason)
+            out = _get(_get(event, "usage"), "output_tokens")
+            if isinstance(out, int):
+                self.output_tokens = out
+
+    def attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        if isinstance(self.model, str):
+            attrs[sc.GEN_AI_RESPONSE_MODEL] = self.model
+        if isinstance(self.response_id, str):
+            attrs[sc.GEN_AI_RESPONSE_ID] = self.response_id
+        if self.reasons:
+            attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = self.reasons
+        tools = [t for t in self.tools if isinstance(t, str)]
+        if tools:
+            attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = tools
+        return attrs
+
+
+__all__ = ["MessageAccumulator", "error_code", "messages_request", "output_messages", "response_attributes"]

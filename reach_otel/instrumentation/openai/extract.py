@@ -1,0 +1,132 @@
+"""Pure extractors for the OpenAI SDK: request kwargs, whole responses and stream chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from reach_otel import semconv as sc
+from reach_otel.extract import finish_reasons, llm_response_attributes, output_messages, usage_tokens
+from reach_otel.instrumentation._extract import field as _get
+from reach_otel.instrumentation._extract import request_params, server_of
+from reach_otel.instrumentation._llm import Request
+
+
+def chat_request(instance: Any, kwargs: dict[str, Any]) -> Request:
+    address, port = server_of(instance)
+    model = kwargs.get("model")
+    return Request(
+        model=model if isinstance(model, str) else None,
+        stream=bool(kwargs.get("stream")),
+        server_address=address,
+        server_port=port,
+        attributes=request_params(kwargs),
+        messages=kwargs.get("messages"),
+    )
+
+
+def responses_request(instance: Any, kwargs: dict[str, Any]) -> Request:
+    req = chat_request(instance, kwargs)
+    req.messages = kwargs.get("input")
+    req.system = kwargs.get("instructions")
+    return req
+
+
+def with_usage_in_stream(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Ask for usage in the final stream chunk, unless the caller chose stream options already."""
+    if kwargs.get("stream") and "stream_options" not in kwargs:
+        return {**kwargs, "stream_options": {"include_usage": True}}
+    return kwargs
+
+
+def requested_tools(result: Any) -> list[str]:
+    """Names of the tools the model asked to call (chat tool_calls or responses function_call items)."""
+    names: list[str] = []
+    for choice in _get(result, "choices") or ():
+        for call in _get(_get(choice, "message"), "tool_calls") or ():
+            name = _get(_get(call, "function"), "name")
+            if isinstance(name, str):
+                names.append(name)
+    for item in _get(result, "output") or ():
+        if _get(item, "type") == "function_call" and isinstance(_get(item, "name"), str):
+            names.append(_get(item, "name"))
+    return names
+
+
+def response_attributes(result: Any) -> Iterator[tuple[str, Any]]:
+    yield from llm_response_attributes(result)
+    tools = requested_tools(result)
+    if tools:
+        yield sc.REACH_LLM_TOOL_CALLS_REQUESTED, tools
+
+
+def response_output(result: Any) -> Any:
+    text = _get(result, "output_text")
+    return output_messages(text) if isinstance(text, str) else output_messages(result)
+
+
+def error_code(exc: BaseException) -> str | None:
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and code else None
+
+
+class ChatAccumulator:
+    """Folds ``chat.completion.chunk`` objects (and responses API stream events)."""
+
+    def __init__(self) -> None:
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.text: list[str] = []
+        self.model: str | None = None
+        self.response_id: str | None = None
+        self.reasons: list[str] = []
+        self.tools: list[str] = []
+
+    def add(self, chunk: Any) -> None:
+        final = _get(chunk, "response")  # responses API: response.created / response.completed
+        if final is not None and _get(chunk, "type") in ("response.completed", "response.incomplete"):
+            self._whole(final)
+            return
+        if self.model is None:
+            self.model = _get(chunk, "model")
+            self.response_id = _get(chunk, "id")
+        item = _get(chunk, "item")
+        if item is not None and _get(item, "type") == "function_call":
+            self.tools.append(_get(item, "name"))
+        delta_text = _get(chunk, "delta") if _get(chunk, "type") == "response.output_text.delta" else None
+        if isinstance(delta_text, str):
+            self.text.append(delta_text)
+        for choice in _get(chunk, "choices") or ():
+            delta = _get(choice, "delta")
+            content = _get(delta, "content")
+            if isinstance(content, str):
+                self.text.append(content)
+            for call in _get(delta, "tool_calls") or ():
+                name = _get(_get(call, "function"), "name")
+                if isinstance(name, str) and name:
+                    self.tools.append(name)
+        self.reasons.extend(finish_reasons(chunk))
+        inp, out = usage_tokens(chunk)
+        if inp is not None or out is not None:
+            self.input_tokens, self.output_tokens = inp, out
+
+    def _whole(self, response: Any) -> None:
+        self.model = _get(response, "model") or self.model
+        self.response_id = _get(response, "id") or self.response_id
+        self.reasons.extend(finish_reasons(response))
+        self.input_tokens, self.output_tokens = usage_tokens(response)
+        for name in requested_tools(response):
+            if name not in self.tools:
+                self.tools.append(name)
+
+    def attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        if isinstance(self.model, str):
+            attrs[sc.GEN_AI_RESPONSE_MODEL] = self.model
+        if isinstance(self.response_id, str):
+            attrs[sc.GEN_AI_RESPONSE_ID] = self.response_id
+        if self.reasons:
+            attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = self.reasons
+        if self.tools:
+            attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = [t for t in self.tools if isinstance(t, str)]
+        return attrs

@@ -33,7 +33,12 @@ def models_body(models: list[str]) -> dict[str, Any]:
     data = [
         {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"} for m in models
     ]
-    return {"data": data, "has_more": False, "first_id": models[0] if models else None, "last_id": models[-1] if models else None}
+    return {
+        "data": data,
+        "has_more": False,
+        "first_id": models[0] if models else None,
+        "last_id": models[-1] if models else None,
+    }
 
 
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
@@ -47,7 +52,12 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 def _block(reply: Reply, n: int) -> dict[str, Any]:
     if reply.is_tool_call:
-        return {"type": "tool_use", "id": f"toolu_fake_{n}", "name": reply.tool_name, "input": json.loads(reply.tool_arguments)}
+        return {
+            "type": "tool_use",
+            "id": f"toolu_fake_{n}",
+            "name": reply.tool_name,
+            "input": json.loads(reply.tool_arguments),
+        }
     return {"type": "text", "text": reply.text}
 
 
@@ -80,7 +90,9 @@ def message_events(reply: Reply, model: str, n: int) -> SSE:
         deltas = [{"type": "text_delta", "text": p} for p in reply.text_chunks()]
     events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": head}))
     events.append(("ping", {"type": "ping"}))
-    events.extend(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d}) for d in deltas)
+    events.extend(
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d}) for d in deltas
+    )
     events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
     delta = {"stop_reason": _stop_reason(reply), "stop_sequence": None}
     usage = {"output_tokens": reply.output_tokens}

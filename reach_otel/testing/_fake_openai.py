@@ -26,7 +26,9 @@ _ERRORS: dict[int, tuple[str, str | None, str]] = {
 
 
 def error_body(status: int) -> dict[str, Any]:
-    kind, code, message = _ERRORS.get(status, ("server_error" if status >= 500 else "invalid_request_error", None, "Error."))
+    kind, code, message = _ERRORS.get(
+        status, ("server_error" if status >= 500 else "invalid_request_error", None, "Error.")
+    )
     return {"error": {"message": f"{message} (fake LLM)", "type": kind, "param": None, "code": code}}
 
 
@@ -144,14 +146,22 @@ def _output_item(reply: Reply, n: int, done: bool) -> dict[str, Any]:
             "arguments": reply.tool_arguments if done else "",
         }
     content = [_text_part(reply.text)] if done else []
-    return {"id": f"msg_fake_{n}", "type": "message", "status": status, "role": "assistant", "content": content}
+    return {
+        "id": f"msg_fake_{n}",
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": content,
+    }
 
 
 def _text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
-def response_object(reply: Reply, request: Mapping[str, Any], model: str, n: int, done: bool = True) -> dict[str, Any]:
+def response_object(
+    reply: Reply, request: Mapping[str, Any], model: str, n: int, done: bool = True
+) -> dict[str, Any]:
     return {
         "id": f"resp_fake_{n}",
         "object": "response",
@@ -196,7 +206,12 @@ def response_events(reply: Reply, request: Mapping[str, Any], model: str, n: int
     if reply.is_tool_call:
         for part in reply.argument_chunks():
             emit("response.function_call_arguments.delta", **where, delta=part)
-        emit("response.function_call_arguments.done", **where, arguments=reply.tool_arguments, name=reply.tool_name)
+        emit(
+            "response.function_call_arguments.done",
+            **where,
+            arguments=reply.tool_arguments,
+            name=reply.tool_name,
+        )
     else:
         emit("response.content_part.added", **where, content_index=0, part=_text_part(""))
         for part in reply.text_chunks():

@@ -92,7 +92,9 @@ def chat_items(body: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             yield TOOL, _text_of(message.get("content"))
         elif role == "assistant":
             texts = [_text_of(message.get("content"))]
-            texts += [_text_of(c.get("function", {}).get("arguments")) for c in message.get("tool_calls") or ()]
+            texts += [
+                _text_of(c.get("function", {}).get("arguments")) for c in message.get("tool_calls") or ()
+            ]
             yield ASSISTANT, " ".join(t for t in texts if t)
         else:
             yield USER, _text_of(message.get("content"))
@@ -167,6 +169,8 @@ def plan_reply(items: Iterable[tuple[str, str]]) -> Reply:
         return Reply(error_status=error_status, **common)
     if answered < len(tools):
         arguments = json.dumps({"query": clean})
-        return Reply(tool_name=tools[answered], tool_arguments=arguments, output_tokens=words(arguments), **common)
+        return Reply(
+            tool_name=tools[answered], tool_arguments=arguments, output_tokens=words(arguments), **common
+        )
     text = "echo: " + (items[-1][1] if answered else clean)
     return Reply(text=text, output_tokens=words(text), **common)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -24,9 +25,10 @@ def create_app(
     clock: Callable[[], float] = time.time,
     writer: Writer | None = None,
     max_pending_spans: int = 262_144,
+    pool: ProcessPoolExecutor | None = None,
 ) -> FastAPI:
     """Build the collector's ASGI app. A store passed in is left open on shutdown (the caller owns
-    it); one the app opens itself is closed."""
+    it); one the app opens itself is closed. ``pool`` (owned by the caller) decodes off-process."""
     settings = settings or Settings()
     owns_store = store is None
     store = store if store is not None else DuckDBStore(settings.db)
@@ -49,7 +51,7 @@ def create_app(
     app.state.store = store
     app.state.writer = writer
     app.state.clock = clock
-    app.state.ingest = IngestService(writer, settings.max_body_bytes)
+    app.state.ingest = IngestService(writer, settings.max_body_bytes, pool)
     app.state.retention = retention
     for module in (health, otlp, traces):
         app.include_router(module.router)

@@ -46,6 +46,7 @@ class Settings:
     port: int = 4318
     grpc_port: int = 4317
     max_body_bytes: int = DEFAULT_MAX_BODY
+    decode_workers: int = -1  # worker processes for decoding; -1 = one per CPU, 0 = in-process
     db: str = DEFAULT_DB
     retention_s: float = 7 * 86400.0
     ingest_token: str | None = None
@@ -131,7 +132,9 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
             raise ConfigError(f"{name}: unknown key (expected one of {', '.join(sorted(_TOP_LEVEL))})")
     values: dict[str, Any] = {"source": source}
     server = _mapping(doc.get("server"), "server")
-    _only(server, "server", {"host", "port", "grpc_port", "max_body_bytes"})
+    _only(server, "server", {"host", "port", "grpc_port", "max_body_bytes", "decode_workers"})
+    if "decode_workers" in server:
+        values["decode_workers"] = _int(server["decode_workers"], "server.decode_workers", -1, 64)
     if "host" in server:
         values["host"] = _opt_str(server["host"], "server.host") or "127.0.0.1"
     if "port" in server:

@@ -33,6 +33,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     import uvicorn
     from reach_collector.app import create_app
     from reach_collector.ingest.grpc_server import start_grpc
+    from reach_collector.ingest.pool import default_workers, start_pool
     from reach_collector.store.duckdb_store import MEMORY, DuckDBStore
 
     reason = check_bind(settings)
@@ -44,7 +45,9 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     except duckdb.Error as exc:
         sock.close()
         raise StartupError(f"cannot open the trace store {settings.db}: {exc}") from None
-    app = create_app(settings, store=store)
+    workers = default_workers() if settings.decode_workers < 0 else settings.decode_workers
+    pool = start_pool(workers) if workers > 0 else None
+    app = create_app(settings, store=store, pool=pool)
     grpc_server = None
     try:
         port = sock.getsockname()[1]
@@ -74,4 +77,6 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
         if grpc_server is not None:
             grpc_server.stop(grace=5).wait(10)
         sock.close()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         store.close()

@@ -17,9 +17,8 @@ from reach_collector.ingest.decode import (
     encode_response,
     media_type,
 )
-from reach_collector.ingest.service import IngestService
+from reach_collector.ingest.service import DecoderUnavailable, IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
-from starlette.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +60,12 @@ async def export_traces(request: Request) -> Response:
         return error_response(exc.status, JSON, str(exc))
     try:
         body = await _read_body(request, ingest.max_body_bytes)
-        batch = await run_in_threadpool(
-            ingest.decode_http, body, media, request.headers.get("content-encoding")
-        )
+        batch = await ingest.decode_async(body, media, request.headers.get("content-encoding"))
     except BodyError as exc:
         ingest.stats.requests_rejected += 1
         return error_response(exc.status, media, str(exc))
+    except DecoderUnavailable as exc:
+        return error_response(503, media, str(exc), retry_after=5)
     try:
         future = ingest.submit(batch)
     except QueueFull as exc:

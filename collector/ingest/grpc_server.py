@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from reach_collector.api.auth import check
 from reach_collector.ingest.decode import BodyError
-from reach_collector.ingest.service import IngestService
+from reach_collector.ingest.service import DecoderUnavailable, IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
 
 log = logging.getLogger(__name__)
@@ -46,9 +46,11 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def Export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
         self._authorize(context)
         try:
-            batch = self._ingest.flatten(request)
+            batch = self._ingest.decode_pooled(request)
         except BodyError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except DecoderUnavailable as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         try:
             future = self._ingest.submit(batch)
         except QueueFull as exc:

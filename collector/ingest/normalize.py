@@ -7,7 +7,7 @@ OpenInference (``openinference.span.kind``, ``llm.*``) and the OpenAI Agents SDK
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
 from reach_otel import semconv as sc
@@ -60,21 +60,73 @@ class Promoted(NamedTuple):
     conversation_id: str | None
 
 
-def _str(attrs: Mapping[str, Any], *keys: str) -> str | None:
+_Get = Callable[[str], Any]
+
+# Key lists in priority order; a tuple per column keeps the hot path free of argument packing.
+_AGENT_SELF: Final = (sc.GEN_AI_AGENT_NAME, sc.OPENINFERENCE_AGENT_NAME)
+_AGENT_HANDOFF: Final = (sc.REACH_HANDOFF_SOURCE, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_HANDOFF_FROM_AGENT)
+_AGENT_ENCLOSING: Final = (sc.REACH_AGENT_NAME, sc.GEN_AI_AGENT_NAME, sc.OPENINFERENCE_AGENT_NAME)
+_TARGET: Final = (sc.REACH_HANDOFF_TARGET, sc.GEN_AI_TRANSFER_TARGET_NAME, sc.GEN_AI_HANDOFF_TO_AGENT)
+_MODE: Final = (sc.REACH_HANDOFF_MODE, sc.GEN_AI_TRANSFER_MODE)
+_TOOL: Final = (sc.GEN_AI_TOOL_NAME, sc.OPENINFERENCE_TOOL_NAME)
+_MODEL: Final = (sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, sc.OPENINFERENCE_LLM_MODEL_NAME)
+_PROVIDER: Final = (
+    sc.GEN_AI_PROVIDER_NAME,
+    sc.GEN_AI_SYSTEM,
+    sc.OPENINFERENCE_LLM_PROVIDER,
+    OPENINFERENCE_LLM_SYSTEM,
+)
+_INPUT: Final = (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS, sc.OPENINFERENCE_TOKEN_PROMPT)
+_OUTPUT: Final = (
+    sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+    sc.GEN_AI_USAGE_COMPLETION_TOKENS,
+    sc.OPENINFERENCE_TOKEN_COMPLETION,
+)
+_CONVERSATION: Final = (sc.GEN_AI_CONVERSATION_ID, sc.OPENINFERENCE_SESSION_ID)
+_HANDOFF_HINTS: Final = (sc.GEN_AI_HANDOFF_TO_AGENT, sc.GEN_AI_HANDOFF_FROM_AGENT, sc.REACH_HANDOFF_TARGET)
+# Any of these present means the span may promote something; otherwise a cheap all-None answer.
+PROMOTED_KEYS: Final = frozenset(
+    {
+        sc.GEN_AI_OPERATION_NAME,
+        sc.TRACELOOP_SPAN_KIND,
+        sc.TRACELOOP_ENTITY_NAME,
+        TRACELOOP_REQUEST_TYPE,
+        sc.OPENINFERENCE_SPAN_KIND,
+        sc.REACH_HOP_COUNT,
+        sc.REACH_LOOP_DETECTED,
+        sc.REACH_HANDOFF_STATUS,
+        sc.ERROR_TYPE,
+        *_AGENT_SELF,
+        *_AGENT_HANDOFF,
+        *_AGENT_ENCLOSING,
+        *_TARGET,
+        *_MODE,
+        *_TOOL,
+        *_MODEL,
+        *_PROVIDER,
+        *_INPUT,
+        *_OUTPUT,
+        *_CONVERSATION,
+    }
+)
+_NOTHING: Final = Promoted(*([None] * len(Promoted._fields)))
+
+
+def _str(get: _Get, keys: tuple[str, ...]) -> str | None:
     for key in keys:
-        value = attrs.get(key)
-        if isinstance(value, str) and value:
-            return value
+        value = get(key)
+        if value.__class__ is str and value:
+            return value  # type: ignore[no-any-return]
     return None
 
 
-def _int(attrs: Mapping[str, Any], *keys: str) -> int | None:
+def _int(get: _Get, keys: tuple[str, ...]) -> int | None:
     for key in keys:
-        value = attrs.get(key)
-        # bool is an int subclass; a boolean token count is nonsense, so skip it.
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value if -(2**63) <= value < 2**63 else None
-        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        value = get(key)
+        # bool is an int subclass; a boolean token count is nonsense, so it is skipped.
+        if value.__class__ is int:
+            return value if -(2**63) <= value < 2**63 else None  # type: ignore[no-any-return]
+        if value.__class__ is float and value.is_integer() and abs(value) < 2**63:
             return int(value)
     return None
 
@@ -83,26 +135,22 @@ def _int32(value: int | None) -> int | None:
     return value if value is not None and -(2**31) <= value < 2**31 else None
 
 
-def _operation(attrs: Mapping[str, Any]) -> str | None:
-    op = _str(attrs, sc.GEN_AI_OPERATION_NAME)
-    if op is not None:
-        return op
-    kind = _str(attrs, sc.TRACELOOP_SPAN_KIND)
-    if kind is not None and kind in _TRACELOOP_KINDS:
+def _operation(get: _Get) -> str | None:
+    op = get(sc.GEN_AI_OPERATION_NAME)
+    if op.__class__ is str and op:
+        return op  # type: ignore[no-any-return]
+    kind = get(sc.TRACELOOP_SPAN_KIND)
+    if kind.__class__ is str and kind in _TRACELOOP_KINDS:
         return _TRACELOOP_KINDS[kind]
-    request_type = _str(attrs, TRACELOOP_REQUEST_TYPE)
-    if request_type is not None and request_type in _TRACELOOP_REQUEST_TYPES:
+    request_type = get(TRACELOOP_REQUEST_TYPE)
+    if request_type.__class__ is str and request_type in _TRACELOOP_REQUEST_TYPES:
         return _TRACELOOP_REQUEST_TYPES[request_type]
-    oi_kind = _str(attrs, sc.OPENINFERENCE_SPAN_KIND)
-    if oi_kind is not None and oi_kind.upper() in _OPENINFERENCE_KINDS:
+    oi_kind = get(sc.OPENINFERENCE_SPAN_KIND)
+    if oi_kind.__class__ is str and oi_kind.upper() in _OPENINFERENCE_KINDS:
         return _OPENINFERENCE_KINDS[oi_kind.upper()]
-    if (
-        sc.GEN_AI_HANDOFF_TO_AGENT in attrs
-        or sc.GEN_AI_HANDOFF_FROM_AGENT in attrs
-        or sc.REACH_HANDOFF_TARGET in attrs
-    ):
+    if any(get(key) is not None for key in _HANDOFF_HINTS):
         return sc.OP_HANDOFF
-    if sc.GEN_AI_SYSTEM in attrs or sc.GEN_AI_PROVIDER_NAME in attrs:
+    if get(sc.GEN_AI_SYSTEM) is not None or get(sc.GEN_AI_PROVIDER_NAME) is not None:
         return sc.OP_CHAT
     return None
 
@@ -114,59 +162,37 @@ def promote(
     exception_type: str | None = None,
 ) -> Promoted:
     """Pure: the promoted columns for one span's attributes (plus its status and event names)."""
-    op = _operation(attrs)
-    entity = _str(attrs, sc.TRACELOOP_ENTITY_NAME)
+    error_from_event = exception_type if status_code == 2 else None
+    loop_event = sc.EVENT_LOOP_DETECTED in event_names
+    if not (loop_event or error_from_event) and PROMOTED_KEYS.isdisjoint(attrs):
+        return _NOTHING
+    get = attrs.get
+    op = _operation(get)
+    handoff = op == sc.OP_HANDOFF
     if op == sc.OP_AGENT:
-        agent = _str(attrs, sc.GEN_AI_AGENT_NAME, sc.OPENINFERENCE_AGENT_NAME) or entity
-    elif op == sc.OP_HANDOFF:
-        agent = _str(attrs, sc.REACH_HANDOFF_SOURCE, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_HANDOFF_FROM_AGENT)
+        agent = _str(get, _AGENT_SELF) or _str(get, (sc.TRACELOOP_ENTITY_NAME,))
+    elif handoff:
+        agent = _str(get, _AGENT_HANDOFF)
     else:
-        agent = _str(attrs, sc.REACH_AGENT_NAME, sc.GEN_AI_AGENT_NAME, sc.OPENINFERENCE_AGENT_NAME)
-    tool = _str(attrs, sc.GEN_AI_TOOL_NAME, sc.OPENINFERENCE_TOOL_NAME)
+        agent = _str(get, _AGENT_ENCLOSING)
+    tool = _str(get, _TOOL)
     if tool is None and op == sc.OP_TOOL:
-        tool = entity
-    handoff_source = handoff_target = None
-    if op == sc.OP_HANDOFF:
-        handoff_source = agent
-        handoff_target = _str(
-            attrs, sc.REACH_HANDOFF_TARGET, sc.GEN_AI_TRANSFER_TARGET_NAME, sc.GEN_AI_HANDOFF_TO_AGENT
-        )
-    loop = attrs.get(sc.REACH_LOOP_DETECTED)
-    loop_detected: bool | None = loop if isinstance(loop, bool) else None
-    if sc.EVENT_LOOP_DETECTED in event_names:
-        loop_detected = True
-    error_type = _str(attrs, sc.ERROR_TYPE)
-    if error_type is None and status_code == 2:
-        error_type = exception_type
+        tool = _str(get, (sc.TRACELOOP_ENTITY_NAME,))
+    loop = get(sc.REACH_LOOP_DETECTED)
     return Promoted(
         operation=op,
         agent=agent,
         tool=tool,
-        model=_str(attrs, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, sc.OPENINFERENCE_LLM_MODEL_NAME),
-        provider=_str(
-            attrs,
-            sc.GEN_AI_PROVIDER_NAME,
-            sc.GEN_AI_SYSTEM,
-            sc.OPENINFERENCE_LLM_PROVIDER,
-            OPENINFERENCE_LLM_SYSTEM,
-        ),
-        input_tokens=_int(
-            attrs, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS, sc.OPENINFERENCE_TOKEN_PROMPT
-        ),
-        output_tokens=_int(
-            attrs,
-            sc.GEN_AI_USAGE_OUTPUT_TOKENS,
-            sc.GEN_AI_USAGE_COMPLETION_TOKENS,
-            sc.OPENINFERENCE_TOKEN_COMPLETION,
-        ),
-        handoff_source=handoff_source,
-        handoff_target=handoff_target,
-        handoff_status=_str(attrs, sc.REACH_HANDOFF_STATUS) if op == sc.OP_HANDOFF else None,
-        handoff_mode=(
-            _str(attrs, sc.REACH_HANDOFF_MODE, sc.GEN_AI_TRANSFER_MODE) if op == sc.OP_HANDOFF else None
-        ),
-        hop_count=_int32(_int(attrs, sc.REACH_HOP_COUNT)),
-        loop_detected=loop_detected,
-        error_type=error_type,
-        conversation_id=_str(attrs, sc.GEN_AI_CONVERSATION_ID, sc.OPENINFERENCE_SESSION_ID),
+        model=_str(get, _MODEL),
+        provider=_str(get, _PROVIDER),
+        input_tokens=_int(get, _INPUT),
+        output_tokens=_int(get, _OUTPUT),
+        handoff_source=agent if handoff else None,
+        handoff_target=_str(get, _TARGET) if handoff else None,
+        handoff_status=_str(get, (sc.REACH_HANDOFF_STATUS,)) if handoff else None,
+        handoff_mode=_str(get, _MODE) if handoff else None,
+        hop_count=_int32(_int(get, (sc.REACH_HOP_COUNT,))),
+        loop_detected=True if loop_event else (loop if loop.__class__ is bool else None),
+        error_type=_str(get, (sc.ERROR_TYPE,)) or error_from_event,
+        conversation_id=_str(get, _CONVERSATION),
     )

@@ -24,7 +24,15 @@ _MAX_NS: Final = 2**63 - 1
 _ZERO_TRACE: Final = bytes(16)
 _ZERO_SPAN: Final = bytes(8)
 _MAX_REASONS: Final = 5
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+try:  # orjson is several times faster at the one step that dominates flattening
+    import orjson
+
+    def _dumps(value: Any) -> str:
+        return orjson.dumps(value).decode()
+
+except ImportError:  # pragma: no cover - the stdlib encoder gives the same text
+    _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 @dataclass(frozen=True)
@@ -87,14 +95,13 @@ def _problem(span: Any) -> str | None:
 
 
 def flatten(request: ExportTraceServiceRequest) -> SpanBatch:
-    cols: dict[str, list[Any]] = {name: [] for name in SPAN_NAMES}
-    c = [cols[name] for name in SPAN_NAMES]
+    rows: list[tuple[Any, ...]] = []
     rejected = 0
     reasons: list[str] = []
     for rs in request.resource_spans:
         res_attrs = attributes(rs.resource.attributes)
         service = res_attrs.get(sc.SERVICE_NAME)
-        if not isinstance(service, str):
+        if service.__class__ is not str:
             service = None
         resource_json = _dumps(res_attrs)
         for ss in rs.scope_spans:
@@ -111,13 +118,19 @@ def flatten(request: ExportTraceServiceRequest) -> SpanBatch:
                     if problem not in reasons and len(reasons) < _MAX_REASONS:
                         reasons.append(problem)
                     continue
-                _append(c, span, service, resource_json, scope_json)
-    table = pa.Table.from_pydict(cols, schema=ARROW_SCHEMA)
+                rows.append(_row(span, service, resource_json, scope_json))
     message = f"rejected {rejected} span(s): " + "; ".join(reasons) if rejected else ""
-    return SpanBatch(table=table, rejected=rejected, message=message)
+    return SpanBatch(table=_table(rows), rejected=rejected, message=message)
 
 
-def _append(c: list[list[Any]], span: Any, service: str | None, resource: str, scope: str | None) -> None:
+def _table(rows: list[tuple[Any, ...]]) -> pa.Table:
+    # Transposing row tuples with zip runs in C; far cheaper than appending to 33 lists per span.
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(SPAN_NAMES)
+    arrays = [pa.array(col, type=field.type) for col, field in zip(columns, ARROW_SCHEMA, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def _row(span: Any, service: str | None, resource: str, scope: str | None) -> tuple[Any, ...]:
     attrs = attributes(span.attributes)
     event_names: tuple[str, ...] = ()
     exception_type = None
@@ -145,12 +158,12 @@ def _append(c: list[list[Any]], span: Any, service: str | None, resource: str, s
                 for ln in span.links
             ]
         )
-    status_code = span.status.code if 0 <= span.status.code <= 2 else 0
+    status = span.status
+    status_code = status.code if 0 <= status.code <= 2 else 0
     kind = span.kind if 0 <= span.kind <= 5 else 0
-    p = promote(attrs, status_code, event_names, exception_type)
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
     pid = span.parent_span_id
-    values = (
+    return (
         span.trace_id.hex(),
         span.span_id.hex(),
         pid.hex() if pid else None,
@@ -160,9 +173,9 @@ def _append(c: list[list[Any]], span: Any, service: str | None, resource: str, s
         end,
         (end - start) / 1e6,
         status_code,
-        span.status.message,
+        status.message,
         service,
-        *p,
+        *promote(attrs, status_code, event_names, exception_type),
         span.trace_state or None,
         span.flags,
         _dumps(attrs),
@@ -171,5 +184,3 @@ def _append(c: list[list[Any]], span: Any, service: str | None, resource: str, s
         resource,
         scope,
     )
-    for col, value in zip(c, values, strict=True):
-        col.append(value)

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from concurrent.futures import Future
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest.decode import UndecodableBody, decompress, parse
+from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress, parse
+from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten
 from reach_collector.ingest.writer import Writer
 
 log = logging.getLogger(__name__)
+
+
+class DecoderUnavailable(Exception):
+    """The decoding workers are gone (shutting down or crashed): answer 503 / UNAVAILABLE."""
 
 
 @dataclass
@@ -23,10 +30,47 @@ class IngestStats:
 
 
 class IngestService:
-    def __init__(self, writer: Writer, max_body_bytes: int) -> None:
+    def __init__(self, writer: Writer, max_body_bytes: int, pool: ProcessPoolExecutor | None = None) -> None:
         self.writer = writer
         self.max_body_bytes = max_body_bytes
+        self.pool = pool
         self.stats = IngestStats()
+
+    async def decode_async(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
+        """Decode in the worker pool when there is one, else in a thread; raises ``BodyError``."""
+        if self.pool is None:
+            return await asyncio.to_thread(self.decode_http, body, media, encoding)
+        loop = asyncio.get_running_loop()
+        try:
+            payload = await loop.run_in_executor(
+                self.pool, decode_to_ipc, body, media, encoding, self.max_body_bytes
+            )
+        except BodyError:
+            raise
+        except BrokenProcessPool as exc:
+            raise DecoderUnavailable("the decoder pool is down") from exc
+        except Exception as exc:
+            log.warning("could not decode an OTLP request in a worker: %r", exc)
+            raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
+        return self._count(from_ipc(payload))
+
+    def decode_pooled(self, request: ExportTraceServiceRequest) -> SpanBatch:
+        """For gRPC (already parsed): flatten in the pool when there is one, blocking the caller."""
+        if self.pool is None:
+            return self.flatten(request)
+        try:
+            payload = self.pool.submit(
+                decode_to_ipc, request.SerializeToString(), PROTOBUF, None, 2**31
+            ).result()
+        except BrokenProcessPool as exc:
+            raise DecoderUnavailable("the decoder pool is down") from exc
+        return self._count(from_ipc(payload))
+
+    def _count(self, batch: SpanBatch) -> SpanBatch:
+        self.stats.requests += 1
+        self.stats.spans_received += batch.accepted + batch.rejected
+        self.stats.spans_rejected += batch.rejected
+        return batch
 
     def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Body bytes → rows; raises a ``BodyError`` subclass for a 4xx."""
@@ -40,10 +84,7 @@ class IngestService:
             # Hostile input must get a 4xx, never a 5xx; log it so a bug still shows.
             log.warning("could not flatten an OTLP request", exc_info=True)
             raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
-        self.stats.requests += 1
-        self.stats.spans_received += batch.accepted + batch.rejected
-        self.stats.spans_rejected += batch.rejected
-        return batch
+        return self._count(batch)
 
     def submit(self, batch: SpanBatch) -> Future[None] | None:
         """Queue the accepted rows (None when there are none); may raise QueueFull/WriterClosed."""

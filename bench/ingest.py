@@ -1,0 +1,157 @@
+"""Collector durable-ingest benchmark: realistic multi-agent OTLP protobuf batches over HTTP.
+
+Measures, in one run: (a) DuckDB's own Arrow insert of the same span rows into the same schema
+(64k-row transactions + a final checkpoint), and (b) the collector end to end — a subprocess
+collector on a fresh DuckDB file, 1 and 4 concurrent client processes posting 512-span requests,
+each answered only after commit. Prints spans/s and the ratio (§7: ≥ 50 000 spans/s, ≥ 0.5×).
+
+    python bench/ingest.py [--requests 300] [--spans-per-request 512] [--clients 1 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _spans import make_bodies
+
+
+def raw_insert(bodies: list[bytes], db: Path, batch_rows: int = 65_536) -> tuple[int, float]:
+    import duckdb
+    import pyarrow as pa
+    from reach_collector.ingest.decode import PROTOBUF, parse
+    from reach_collector.ingest.rows import flatten
+    from reach_collector.store.schema import DDL
+
+    table = pa.concat_tables([flatten(parse(b, PROTOBUF)).table for b in bodies])
+    con = duckdb.connect(str(db))
+    for statement in DDL:
+        con.execute(statement)
+    started = time.perf_counter()
+    for offset in range(0, table.num_rows, batch_rows):
+        batch = table.slice(offset, batch_rows)  # noqa: F841 - read by DuckDB's replacement scan
+        con.execute("BEGIN TRANSACTION")
+        con.execute("INSERT INTO spans SELECT * FROM batch")
+        con.execute("COMMIT")
+    con.execute("CHECKPOINT")
+    elapsed = time.perf_counter() - started
+    con.close()
+    return table.num_rows, elapsed
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _client(port: int, bodies: list[bytes], ready: mp.Barrier, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    statuses: dict[int, int] = {}
+    ready.wait()
+    for body in bodies:
+        while True:
+            conn.request("POST", "/v1/traces", body, {"content-type": "application/x-protobuf"})
+            response = conn.getresponse()
+            response.read()
+            statuses[response.status] = statuses.get(response.status, 0) + 1
+            if response.status in (429, 503):
+                time.sleep(float(response.getheader("retry-after") or 1) / 10)
+                continue
+            break
+    out.put(statuses)
+
+
+def collector_ingest(
+    bodies: list[bytes], spans: int, clients: int, db: Path
+) -> tuple[float, dict[int, int], int]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reach_collector", "--db", str(db), "--port", str(port), "--grpc-port", "0"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                c.request("GET", "/healthz")
+                if c.getresponse().status == 200:
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        ctx = mp.get_context("fork")
+        barrier = ctx.Barrier(clients + 1)
+        out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+        shares = [bodies[i::clients] for i in range(clients)]
+        workers = [ctx.Process(target=_client, args=(port, share, barrier, out)) for share in shares]
+        for w in workers:
+            w.start()
+        barrier.wait()
+        started = time.perf_counter()
+        statuses: dict[int, int] = {}
+        for _ in workers:
+            for code, n in out.get().items():
+                statuses[code] = statuses.get(code, 0) + n
+        elapsed = time.perf_counter() - started
+        for w in workers:
+            w.join()
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    row = con.execute("SELECT count(*) FROM spans").fetchone()
+    stored = int(row[0]) if row else 0
+    con.close()
+    return elapsed, statuses, stored
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--spans-per-request", type=int, default=512)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4])
+    args = parser.parse_args()
+    bodies = make_bodies(args.requests, args.spans_per_request)
+    from reach_collector.ingest.decode import PROTOBUF, parse
+
+    spans = sum(
+        len(ss.spans) for b in bodies for rs in parse(b, PROTOBUF).resource_spans for ss in rs.scope_spans
+    )
+    print(
+        f"workload: {len(bodies)} requests, {spans} spans, {sum(map(len, bodies)) / spans:.0f} bytes/span, "
+        f"{os.cpu_count()} CPUs"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        n, elapsed = raw_insert(bodies, Path(tmp) / "raw.duckdb")
+        raw_rate = n / elapsed
+        print(f"raw DuckDB Arrow insert (64k-row commits + checkpoint): {raw_rate:,.0f} spans/s")
+        for clients in args.clients:
+            elapsed, statuses, stored = collector_ingest(
+                bodies, spans, clients, Path(tmp) / f"c{clients}.duckdb"
+            )
+            rate = spans / elapsed
+            print(
+                f"collector durable ingest, {clients} client(s): {rate:,.0f} spans/s "
+                f"({rate / raw_rate:.2f}x raw insert); statuses {statuses}; stored {stored}/{spans}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -223,6 +223,82 @@ def _decorate(fn: F | None, make_starter: Callable[[Callable[..., Any]], Starter
     return decorate(fn) if fn is not None else decorate
 
 
+# -- starters: how each kind of span begins (shared with declarative wrapping) -------------------
+def workflow_starter(f: Callable[..., Any], name: str | None = None) -> Starter:
+    wf_name = name or f.__name__
+    return lambda instance, args, kwargs: get_handler().start_workflow(wf_name)
+
+
+def agent_starter(
+    f: Callable[..., Any],
+    name: str | None = None,
+    *,
+    role: str | None = None,
+    agent_id: str | None = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+    name_attr: str = "name",
+) -> Starter:
+    description = _first_doc_line(f)
+
+    def start(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> AgentInvocation | None:
+        handler = get_handler()
+        inv = handler.start_agent(
+            name or agent_name_for(f, instance, name_attr),
+            role=role,
+            agent_id=agent_id,
+            description=description,
+            kind=kind,
+        )
+        if inv is not None and handler.settings.capture_content:
+            inv.set_input(bound_arguments(f, instance, args, kwargs))
+        return inv
+
+    return start
+
+
+def tool_starter(f: Callable[..., Any], name: str | None = None, description: str | None = None) -> Starter:
+    tool_name = name or f.__name__
+    desc = description or _first_doc_line(f)
+
+    def start(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolInvocation | None:
+        handler = get_handler()
+        inv = handler.start_tool(tool_name, description=desc)
+        if inv is not None and handler.settings.capture_content:
+            inv.set_arguments(bound_arguments(f, instance, args, kwargs))
+        return inv
+
+    return start
+
+
+def llm_starter(
+    f: Callable[..., Any],
+    model: str | None = None,
+    provider: str | None = None,
+    operation: str = "chat",
+    server_address: str | None = None,
+    server_port: int | None = None,
+) -> Starter:
+    streaming = inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f)
+
+    def start(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> LLMInvocation | None:
+        handler = get_handler()
+        call_model = model or kwargs.get("model")
+        inv = handler.start_llm(
+            call_model if isinstance(call_model, str) else None,
+            provider or "unknown",
+            operation=operation,
+            stream=streaming or bool(kwargs.get("stream")),
+            server_address=server_address,
+            server_port=server_port,
+        )
+        if inv is not None and handler.settings.capture_content:
+            bound = bound_arguments(f, instance, args, kwargs)
+            inv.set_request_messages(bound.get("messages", bound.get("prompt")), bound.get("system"))
+        return inv
+
+    return start
+
+
 # -- the public decorators ------------------------------------------------------------------------
 @overload
 def workflow(fn: F) -> F: ...
@@ -230,12 +306,7 @@ def workflow(fn: F) -> F: ...
 def workflow(fn: None = None, *, name: str | None = None) -> Callable[[F], F]: ...
 def workflow(fn: F | None = None, *, name: str | None = None) -> Any:
     """The root of one request: an ``invoke_workflow {name}`` span."""
-
-    def make(f: Callable[..., Any]) -> Starter:
-        wf_name = name or f.__name__
-        return lambda instance, args, kwargs: get_handler().start_workflow(wf_name)
-
-    return _decorate(fn, make)
+    return _decorate(fn, lambda f: workflow_starter(f, name))
 
 
 @overload
@@ -259,26 +330,7 @@ def agent(
 ) -> Any:
     """An agent run: ``invoke_agent {name}``; ``remote=True`` marks a call to a remote agent (CLIENT)."""
     kind = SpanKind.CLIENT if remote else SpanKind.INTERNAL
-
-    def make(f: Callable[..., Any]) -> Starter:
-        description = _first_doc_line(f)
-
-        def start(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> AgentInvocation | None:
-            handler = get_handler()
-            inv = handler.start_agent(
-                name or agent_name_for(f, instance),
-                role=role,
-                agent_id=agent_id,
-                description=description,
-                kind=kind,
-            )
-            if inv is not None and handler.settings.capture_content:
-                inv.set_input(bound_arguments(f, instance, args, kwargs))
-            return inv
-
-        return start
-
-    return _decorate(fn, make)
+    return _decorate(fn, lambda f: agent_starter(f, name, role=role, agent_id=agent_id, kind=kind))
 
 
 @overload
@@ -287,21 +339,7 @@ def tool(fn: F) -> F: ...
 def tool(fn: None = None, *, name: str | None = None, description: str | None = None) -> Callable[[F], F]: ...
 def tool(fn: F | None = None, *, name: str | None = None, description: str | None = None) -> Any:
     """A tool call: ``execute_tool {name}`` (name defaults to the function's name)."""
-
-    def make(f: Callable[..., Any]) -> Starter:
-        tool_name = name or f.__name__
-        desc = description or _first_doc_line(f)
-
-        def start(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolInvocation | None:
-            handler = get_handler()
-            inv = handler.start_tool(tool_name, description=desc)
-            if inv is not None and handler.settings.capture_content:
-                inv.set_arguments(bound_arguments(f, instance, args, kwargs))
-            return inv
-
-        return start
-
-    return _decorate(fn, make)
+    return _decorate(fn, lambda f: tool_starter(f, name, description))
 
 
 @overload
@@ -330,26 +368,4 @@ def llm(
     Usage and response fields are read from the return value (or from stream chunks for
     generators); ``reach_otel.record_usage()`` sets them from inside the function.
     """
-
-    def make(f: Callable[..., Any]) -> Starter:
-        streaming = inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f)
-
-        def start(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> LLMInvocation | None:
-            handler = get_handler()
-            call_model = model or kwargs.get("model")
-            inv = handler.start_llm(
-                call_model if isinstance(call_model, str) else None,
-                provider or "unknown",
-                operation=operation,
-                stream=streaming or bool(kwargs.get("stream")),
-                server_address=server_address,
-                server_port=server_port,
-            )
-            if inv is not None and handler.settings.capture_content:
-                bound = bound_arguments(f, instance, args, kwargs)
-                inv.set_request_messages(bound.get("messages", bound.get("prompt")), bound.get("system"))
-            return inv
-
-        return start
-
-    return _decorate(fn, make)
+    return _decorate(fn, lambda f: llm_starter(f, model, provider, operation, server_address, server_port))

@@ -7,6 +7,7 @@ builds the §3 attributes, keeps hop state per trace and returns an
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import uuid
@@ -338,6 +339,17 @@ class TelemetryHandler:
             return None
         span = self.tracer.start_span(name, ctx, kind, attributes)
         return Invocation(self, span, trace.set_span_in_context(span, ctx))
+
+    @safe
+    def record_raised_handoff(self, exc: BaseException, target: str) -> None:
+        """Record the takeover handoff a raised handoff signal means, once per exception object."""
+        if getattr(exc, "_reach_otel_handoff", False):
+            return
+        with contextlib.suppress(Exception):
+            exc._reach_otel_handoff = True  # type: ignore[attr-defined]
+        inv = self.start_handoff(None, target, mode="takeover", reason=f"raised {type(exc).__name__}")
+        if inv is not None:
+            inv.stop()
 
     # -- gates -----------------------------------------------------------------------------------
     @safe

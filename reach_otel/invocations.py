@@ -16,7 +16,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import safe
-from reach_otel.errors import error_type
+from reach_otel.errors import error_type, handoff_target
 from reach_otel.extract import llm_response_attributes, message_argument, output_messages, to_messages
 
 if TYPE_CHECKING:
@@ -64,6 +64,11 @@ class Invocation:
     @safe
     def fail(self, exc: BaseException, error_code: str | None = None) -> None:
         if self._ended:
+            return
+        target = handoff_target(exc)
+        if target is not None:  # a declared handoff signal: control flow, not a failure
+            self.handler.record_raised_handoff(exc, target)
+            self.stop()
             return
         self._ended = True
         span = self.span

@@ -8,8 +8,10 @@ from typing import Any
 
 from reach_otel.handler import TelemetryHandler, get_handler
 
+HandlerRef = Callable[[], TelemetryHandler]
 
-def handler_ref(tracer_provider: Any = None) -> Callable[[], TelemetryHandler]:
+
+def handler_ref(tracer_provider: Any = None) -> HandlerRef:
     """The handler a wrapper uses at call time.
 
     Without an explicit ``tracer_provider`` it is the default handler *at call time*, so ``init()``

@@ -1,0 +1,3 @@
+"""The application's own code: nothing to install."""
+
+_instruments: tuple[str, ...] = ()

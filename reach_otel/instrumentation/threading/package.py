@@ -1,0 +1,3 @@
+"""Standard library: always available."""
+
+_instruments: tuple[str, ...] = ()

@@ -89,23 +89,32 @@ def _native_span_coming(app: Any) -> bool:
 
 
 def _app_call(ref: HandlerRef) -> Callable[..., Any]:
-    async def call(
+    # A plain function returning the coroutine, so a call with the wrong arguments raises TypeError
+    # at once, exactly like the original (servers probe apps that way to tell factories apart).
+    def call(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        if len(args) != 3 or not isinstance(args[0], dict) or args[0].get("type") != "http" or suppressed():
-            return await wrapped(*args, **kwargs)
-        scope, receive, send = args
-        if _SCOPE_KEY not in scope:  # the outermost app sees the request first
-            scope[_SCOPE_KEY] = "seen"
-            receive = await _adopt_invoke_context(scope, receive)
-            if _native_span_coming(instance):
-                return await wrapped(scope, receive, send)
-        if scope[_SCOPE_KEY] == "span" or _framework_span(scope):
-            return await wrapped(scope, receive, send)
-        scope[_SCOPE_KEY] = "span"
-        return await _serve(ref, wrapped, scope, receive, send)
+        if len(args) != 3 or kwargs or not isinstance(args[0], dict) or args[0].get("type") != "http":
+            return wrapped(*args, **kwargs)
+        return _handle(ref, wrapped, instance, *args)
 
     return call
+
+
+async def _handle(
+    ref: HandlerRef, wrapped: Callable[..., Any], instance: Any, scope: Any, receive: Any, send: Any
+) -> Any:
+    if suppressed():
+        return await wrapped(scope, receive, send)
+    if _SCOPE_KEY not in scope:  # the outermost app sees the request first
+        scope[_SCOPE_KEY] = "seen"
+        receive = await _adopt_invoke_context(scope, receive)
+        if _native_span_coming(instance):
+            return await wrapped(scope, receive, send)
+    if scope[_SCOPE_KEY] == "span" or _framework_span(scope):
+        return await wrapped(scope, receive, send)
+    scope[_SCOPE_KEY] = "span"
+    return await _serve(ref, wrapped, scope, receive, send)
 
 
 async def _serve(

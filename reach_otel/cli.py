@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from reach_otel import __version__
+from reach_otel.run import register as run_register
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"reach-otel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _register_demo(sub)
+    run_register(sub)
     for register in _optional_registrations():
         register(sub)
     return parser

@@ -1,0 +1,66 @@
+"""``reach-otel run -- COMMAND``: run any Python program with reach_otel applied, unmodified.
+
+The program's interpreter imports a bootstrap ``sitecustomize`` (put first on ``PYTHONPATH``)
+that calls ``init()`` and every available instrumentor; ``OTEL_*`` variables and
+``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` apply as usual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+BOOTSTRAP_DIR = Path(__file__).with_name("_bootstrap")
+
+
+def child_env(
+    args: argparse.Namespace, command: list[str], base: dict[str, str] | None = None
+) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    paths = [str(BOOTSTRAP_DIR), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["REACH_OTEL_AUTO"] = "1"
+    if args.service_name:
+        env["OTEL_SERVICE_NAME"] = args.service_name
+    elif "OTEL_SERVICE_NAME" not in env:
+        script = next((c for c in command[1:] if c.endswith(".py")), None)
+        env["OTEL_SERVICE_NAME"] = Path(script).stem if script else Path(command[0]).name
+    if args.endpoint:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = args.endpoint
+    if args.capture_content:
+        env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
+    return env
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a Python program with reach_otel applied (no code changes)",
+        description="Example: reach-otel run -- python app.py",
+    )
+    run.add_argument("--service-name", help="service.name (default: OTEL_SERVICE_NAME or the script name)")
+    run.add_argument("--endpoint", help="OTLP/HTTP base URL (default: http://127.0.0.1:4318)")
+    run.add_argument("--capture-content", action="store_true", help="record prompts, completions, tool I/O")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+    run.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
+    if not command:
+        print(
+            "reach-otel run: give the program to run, e.g. reach-otel run -- python app.py", file=sys.stderr
+        )
+        return 2
+    executable = shutil.which(command[0])
+    if executable is None:
+        print(f"reach-otel run: command not found: {command[0]}", file=sys.stderr)
+        return 127
+    env = child_env(args, command)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(executable, command, env)
+    return 0  # not reached

@@ -12,8 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
+import pytest
 import uvicorn
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from reach_collector.store.duckdb_store import DuckDBStore
+
+from reach_otel import semconv as sc
 
 
 @dataclass
@@ -147,3 +153,144 @@ def multi_agent_trace(exporter: Any, *, fail_billing: bool = False, loop: bool =
                 billing.set_attribute(sc.ERROR_TYPE, "billing.InvoiceError")
     provider.shutdown()
     return format(root.get_span_context().trace_id, "032x")
+
+
+def request_with(spans: list[dict[str, Any]]) -> ExportTraceServiceRequest:
+    req = ExportTraceServiceRequest()
+    scope = req.resource_spans.add().scope_spans.add()
+    for fields in spans:
+        s = scope.spans.add()
+        s.trace_id = fields.get("trace_id", bytes(range(1, 17)))
+        s.span_id = fields.get("span_id", bytes(range(1, 9)))
+        s.name = fields.get("name", "s")
+        s.start_time_unix_nano = fields.get("start", 1_700_000_000_000_000_000)
+        s.end_time_unix_nano = fields.get("end", 1_700_000_000_100_000_000)
+    return req
+
+
+class BlockingStore:
+    """A store whose writes wait for a gate, so the write queue fills deterministically."""
+
+    def __init__(self, inner: DuckDBStore) -> None:
+        self.inner = inner
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def write(self, table: pa.Table) -> None:
+        self.entered.set()
+        self.gate.wait(10)
+        self.inner.write(table)
+
+    def maybe_checkpoint(self) -> bool:
+        return False
+
+
+RICH_ATTRIBUTES: dict[str, Any] = {
+    "str": "héllo ✓",
+    "empty": "",
+    "int": 42,
+    "negative": -7,
+    "big": 2**62 + 11,
+    "float": 1.0,
+    "pi": 3.141592653589793,
+    "bool_t": True,
+    "bool_f": False,
+    "strs": ("a", "b", ""),
+    "ints": (1, -2, 2**40),
+    "floats": (0.5, 2.0),
+    "bools": (True, False),
+    sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT,
+    sc.GEN_AI_AGENT_NAME: "BillingAgent",
+}
+
+
+def produce_rich_trace(exporter: Any) -> tuple[int, list[Any]]:
+    provider, memory = tracer_provider(exporter, deployment="test", replicas=3, ratio=0.25)
+    tracer = provider.get_tracer("roundtrip", "1.2.3")
+    with tracer.start_as_current_span("invoke_workflow support", kind=SpanKind.SERVER) as root:
+        with tracer.start_as_current_span("invoke_agent BillingAgent", attributes=RICH_ATTRIBUTES) as agent:
+            agent.add_event("checkpoint", {"step": 3, "ok": True, "why": "because", "w": 0.5})
+            agent.add_event("bare")
+            with tracer.start_as_current_span(
+                "chat my-model",
+                kind=SpanKind.CLIENT,
+                links=[Link(root.get_span_context(), {"link.kind": "root", "n": 1})],
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                    sc.GEN_AI_REQUEST_MODEL: "my-model",
+                    sc.GEN_AI_USAGE_INPUT_TOKENS: 120,
+                    sc.GEN_AI_USAGE_OUTPUT_TOKENS: 30,
+                },
+            ):
+                pass
+            try:
+                with tracer.start_as_current_span("execute_tool query_invoice") as tool:
+                    tool.set_attribute(sc.GEN_AI_TOOL_NAME, "query_invoice")
+                    raise ValueError("no such invoice")
+            except ValueError:
+                pass
+        with tracer.start_as_current_span("ok-span", kind=SpanKind.PRODUCER) as ok:
+            ok.set_status(Status(StatusCode.OK))
+        with tracer.start_as_current_span("consumer", kind=SpanKind.CONSUMER):
+            pass
+    provider.shutdown()
+    return root.get_span_context().trace_id, list(memory.get_finished_spans())
+
+
+def _expected_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _assert_same_value(got: Any, want: Any, where: str) -> None:
+    want = _expected_value(want)
+    assert got == want, where
+    assert type(got) is type(want), f"{where}: {type(got).__name__} != {type(want).__name__}"
+    if isinstance(want, list):
+        for g, w in zip(got, want, strict=True):
+            assert type(g) is type(w), where
+
+
+def _assert_attributes(got: dict[str, Any], want: Any, where: str) -> None:
+    want = dict(want or {})
+    assert set(got) == set(want), where
+    for key, value in want.items():
+        _assert_same_value(got[key], value, f"{where}.{key}")
+
+
+def assert_trace_matches(body: dict[str, Any], trace_id: int, sdk_spans: list[Any]) -> None:
+    assert body["trace_id"] == format(trace_id, "032x")
+    assert body["span_count"] == len(sdk_spans)
+    by_id = {s["span_id"]: s for s in body["spans"]}
+    starts = [s["start_time_unix_nano"] for s in body["spans"]]
+    assert starts == sorted(starts)
+    for sdk in sdk_spans:
+        ctx = sdk.get_span_context()
+        got = by_id[format(ctx.span_id, "016x")]
+        where = sdk.name
+        assert got["trace_id"] == format(ctx.trace_id, "032x")
+        assert got["parent_span_id"] == (format(sdk.parent.span_id, "016x") if sdk.parent else None)
+        assert got["name"] == sdk.name
+        assert got["kind"] == sdk.kind.name
+        assert got["start_time_unix_nano"] == sdk.start_time
+        assert got["end_time_unix_nano"] == sdk.end_time
+        assert got["duration_ms"] == pytest.approx((sdk.end_time - sdk.start_time) / 1e6)
+        assert got["status"]["code"] == sdk.status.status_code.name
+        assert got["status"]["message"] == (sdk.status.description or "")
+        assert got["service"] == "billing-agent"
+        _assert_attributes(got["attributes"], sdk.attributes, where)
+        _assert_attributes(got["resource"], sdk.resource.attributes, where + ".resource")
+        assert len(got["events"]) == len(sdk.events)
+        for ev_got, ev in zip(got["events"], sdk.events, strict=True):
+            assert ev_got["name"] == ev.name
+            assert ev_got["time_unix_nano"] == ev.timestamp
+            _assert_attributes(ev_got["attributes"], ev.attributes, f"{where}.event")
+        assert len(got["links"]) == len(sdk.links)
+        for ln_got, ln in zip(got["links"], sdk.links, strict=True):
+            assert ln_got["trace_id"] == format(ln.context.trace_id, "032x")
+            assert ln_got["span_id"] == format(ln.context.span_id, "016x")
+            _assert_attributes(ln_got["attributes"], ln.attributes, f"{where}.link")
+    # The tree: one root with the agent and two siblings, ordered by start.
+    (root,) = body["roots"]
+    assert [c["name"] for c in root["children"]] == ["invoke_agent BillingAgent", "ok-span", "consumer"]
+    agent = root["children"][0]
+    assert [c["name"] for c in agent["children"]] == ["chat my-model", "execute_tool query_invoice"]

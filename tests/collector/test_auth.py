@@ -7,7 +7,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from collector_helpers import RunningCollector
+from collector_helpers import RunningCollector, request_with
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from reach_collector.api.auth import check, scope_for
 from reach_collector.config import Settings, check_bind
@@ -49,8 +49,6 @@ def test_grpc_scopes(secured: RunningCollector) -> None:
     server, port = start_grpc(
         secured.app.state.ingest, "127.0.0.1", 0, ingest_token="in-secret", query_token="q-secret"
     )
-    from test_ingest_errors import request_with
-
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)

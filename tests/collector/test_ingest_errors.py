@@ -7,11 +7,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
-from collector_helpers import RunningCollector
+from collector_helpers import BlockingStore, RunningCollector, request_with
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from reach_collector.config import Settings
@@ -19,19 +17,6 @@ from reach_collector.ingest.writer import Writer
 from reach_collector.store.duckdb_store import DuckDBStore
 
 PB = {"content-type": "application/x-protobuf"}
-
-
-def request_with(spans: list[dict[str, Any]]) -> ExportTraceServiceRequest:
-    req = ExportTraceServiceRequest()
-    scope = req.resource_spans.add().scope_spans.add()
-    for fields in spans:
-        s = scope.spans.add()
-        s.trace_id = fields.get("trace_id", bytes(range(1, 17)))
-        s.span_id = fields.get("span_id", bytes(range(1, 9)))
-        s.name = fields.get("name", "s")
-        s.start_time_unix_nano = fields.get("start", 1_700_000_000_000_000_000)
-        s.end_time_unix_nano = fields.get("end", 1_700_000_000_100_000_000)
-    return req
 
 
 def test_protobuf_partial_success(collector: RunningCollector) -> None:
@@ -87,28 +72,11 @@ def test_too_large_is_413_before_and_after_decompression(
     assert c.get("/healthz").status_code == 200
 
 
-class _BlockingStore:
-    """A store whose writes wait for a gate, so the write queue fills deterministically."""
-
-    def __init__(self, inner: DuckDBStore) -> None:
-        self.inner = inner
-        self.gate = threading.Event()
-        self.entered = threading.Event()
-
-    def write(self, table: pa.Table) -> None:
-        self.entered.set()
-        self.gate.wait(10)
-        self.inner.write(table)
-
-    def maybe_checkpoint(self) -> bool:
-        return False
-
-
 def test_full_queue_is_429_with_retry_after(
     start_collector: Callable[..., RunningCollector], tmp_path: Any
 ) -> None:
     store = DuckDBStore(tmp_path / "blocked.duckdb")
-    blocking = _BlockingStore(store)
+    blocking = BlockingStore(store)
     writer = Writer(blocking, max_pending_spans=1)  # type: ignore[arg-type]
     c = start_collector(Settings(db=str(tmp_path / "unused.duckdb")), writer=writer)
     body = request_with([{}]).SerializeToString()

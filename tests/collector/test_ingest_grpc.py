@@ -8,15 +8,19 @@ from typing import Any
 
 import grpc
 import pytest
-from collector_helpers import RunningCollector
+from collector_helpers import (
+    BlockingStore,
+    RunningCollector,
+    assert_trace_matches,
+    produce_rich_trace,
+    request_with,
+)
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from reach_collector.config import Settings
 from reach_collector.ingest.grpc_server import start_grpc
 from reach_collector.ingest.writer import Writer
 from reach_collector.store.duckdb_store import DuckDBStore
-from test_ingest_errors import _BlockingStore, request_with
-from test_ingest_roundtrip import _produce_trace, assert_trace_matches
 
 
 @pytest.fixture
@@ -45,7 +49,7 @@ def test_grpc_exporter_roundtrip_is_exact(
     collector: RunningCollector, grpc_for: Callable[[RunningCollector], str], compression: Any
 ) -> None:
     exporter = OTLPSpanExporter(endpoint=grpc_for(collector), insecure=True, compression=compression)
-    trace_id, sdk_spans = _produce_trace(exporter)
+    trace_id, sdk_spans = produce_rich_trace(exporter)
     response = collector.get(f"/api/traces/{trace_id:032x}")
     assert response.status_code == 200
     assert_trace_matches(response.json(), trace_id, sdk_spans)
@@ -68,7 +72,7 @@ def test_grpc_backpressure_is_resource_exhausted(
     tmp_path: Any,
 ) -> None:
     store = DuckDBStore(tmp_path / "blocked.duckdb")
-    blocking = _BlockingStore(store)
+    blocking = BlockingStore(store)
     c = start_collector(Settings(db=str(tmp_path / "u.duckdb")), writer=Writer(blocking, max_pending_spans=1))  # type: ignore[arg-type]
     target = grpc_for(c)
     results: dict[str, Any] = {}

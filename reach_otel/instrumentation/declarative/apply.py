@@ -6,6 +6,7 @@ hooks). Each target that resolves to nothing gets one warning naming it.
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
 import functools
 import importlib.util
@@ -119,6 +120,13 @@ def handoff_function(fn: Callable[..., Any], name_attr: str = "name") -> Any:
     return wrapt.FunctionWrapper(fn, call)
 
 
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class Applier:
     """Applies one configuration; ``undo()`` restores every patched attribute."""
 
@@ -151,21 +159,26 @@ class Applier:
             )
 
     def _when_imported(self, target: Target, kind: str, apply: Callable[[types.ModuleType], None]) -> None:
-        try:
-            found = importlib.util.find_spec(target.module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            logger.warning(
-                "reach_otel: REACH_OTEL_%s entry %s: module %r cannot be found", kind, target, target.module
-            )
-            return
+        # At start-up (``reach-otel run``) the script's own folder is not on sys.path yet, so a
+        # module that cannot be found now may well be imported later: look again at exit.
+        applied: list[bool] = []
 
         def hook(module: types.ModuleType) -> None:
+            applied.append(True)
             if self.active:
                 safe(apply)(module)
 
+        def check_at_exit() -> None:
+            if self.active and not applied and not _findable(target.module):
+                logger.warning(
+                    "reach_otel: REACH_OTEL_%s entry %s: module %r cannot be found",
+                    kind,
+                    target,
+                    target.module,
+                )
+
         wrapt.register_post_import_hook(hook, target.module)
+        atexit.register(check_at_exit)
 
     def _wrap(self, module: types.ModuleType, target: Target, wrap: Wrap, kind: str) -> None:
         matches = resolve(module, target.qualname)

@@ -1,0 +1,68 @@
+"""A real collector in a subprocess (``python -m reach_collector``) on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class CollectorProcess:
+    def __init__(self, db: Path, *extra: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = [sys.executable, "-m", "reach_collector", "--port", str(self.port), "--grpc-port", "0"]
+        self.args += ["--db", str(db), *extra]
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> CollectorProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
+        self.proc = subprocess.Popen(
+            self.args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"collector exited: {self.proc.stdout.read() if self.proc.stdout else ''}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("collector did not become healthy")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def get(self, path: str, **params: Any) -> Any:
+        response = httpx.get(self.url + path, params=params, timeout=10)
+        response.raise_for_status()
+        return response.json()
+
+    def wait_traces(self, count: int, timeout: float = 30, **params: Any) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        traces: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            traces = self.get("/api/traces", limit=100, **params)["traces"]
+            if len(traces) >= count:
+                return traces
+            time.sleep(0.2)
+        return traces

@@ -45,7 +45,10 @@ def _callables(owner: Any, pattern: str, *, leaf: bool) -> list[tuple[str, Any]]
     if "*" not in pattern and "?" not in pattern:
         names = [pattern] if pattern in namespace else []
     else:
-        names = [n for n in fnmatch.filter(namespace, pattern) if not n.startswith("__")]
+        # A wildcard leaves private names alone unless the pattern itself starts with "_".
+        names = [
+            n for n in fnmatch.filter(namespace, pattern) if pattern.startswith("_") or not n.startswith("_")
+        ]
     found = []
     for name in names:
         raw = namespace[name]

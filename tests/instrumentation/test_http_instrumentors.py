@@ -166,7 +166,7 @@ def test_threads_carry_the_context(rec) -> None:
     @reach_otel.agent(name="Fanout")
     def fanout() -> list[int]:
         with ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(lookup, range(3))) + [pool.submit(lookup, 3).result()]
+            results = [*pool.map(lookup, range(3)), pool.submit(lookup, 3).result()]
         worker = Worker()
         worker.start()
         worker.join()

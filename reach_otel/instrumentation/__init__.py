@@ -46,7 +46,9 @@ def _load(name: str) -> Any:
 
 def available() -> list[str]:
     """Instrumentors whose library is installed here."""
-    return [n for n in INSTRUMENTORS if n not in _LIBRARY or importlib.util.find_spec(_LIBRARY[n]) is not None]
+    return [
+        n for n in INSTRUMENTORS if n not in _LIBRARY or importlib.util.find_spec(_LIBRARY[n]) is not None
+    ]
 
 
 def instrument(*names: str, tracer_provider: Any = None, **kwargs: Any) -> list[str]:

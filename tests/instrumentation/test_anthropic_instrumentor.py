@@ -64,7 +64,9 @@ def test_stream_sync_and_async_with_usage(rec, instrumented, llm) -> None:
 
     async def run() -> None:
         aclient = anthropic.AsyncAnthropic(base_url=llm.anthropic_base_url, api_key="test", max_retries=0)
-        stream = await aclient.messages.create(model="claude-test", max_tokens=64, messages=MESSAGES, stream=True)
+        stream = await aclient.messages.create(
+            model="claude-test", max_tokens=64, messages=MESSAGES, stream=True
+        )
         async for _ in stream:
             pass
 

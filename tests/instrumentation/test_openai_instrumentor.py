@@ -147,7 +147,9 @@ def test_streamed_tool_calls_are_recorded(rec, instrumented, llm) -> None:
 
 def test_provider_error_code_becomes_error_type(rec, instrumented, llm) -> None:
     with pytest.raises(openai.RateLimitError) as info:
-        client(llm).chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "[error:429]"}])
+        client(llm).chat.completions.create(
+            model="gpt-test", messages=[{"role": "user", "content": "[error:429]"}]
+        )
     assert info.value.status_code == 429
     span = rec.one("chat gpt-test")
     assert span.status.status_code == StatusCode.ERROR
@@ -156,7 +158,9 @@ def test_provider_error_code_becomes_error_type(rec, instrumented, llm) -> None:
 
 def test_server_error_without_code_uses_the_class_name(rec, instrumented, llm) -> None:
     with pytest.raises(openai.InternalServerError):
-        client(llm).chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "[error:500]"}])
+        client(llm).chat.completions.create(
+            model="gpt-test", messages=[{"role": "user", "content": "[error:500]"}]
+        )
     assert rec.one("chat gpt-test").attributes["error.type"].endswith("InternalServerError")
 
 

@@ -6,6 +6,7 @@ TelemetryHandler, and the previous default handler is restored afterwards.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,6 +38,13 @@ class Recorder:
         found = self.named(name)
         assert len(found) == 1, f"expected one span {name!r}, got {[s.name for s in self.spans]}"
         return found[0]
+
+    def wait_one(self, name: str, timeout: float = 5.0) -> ReadableSpan:
+        """Like ``one``, for a span another thread ends a moment after the caller got its answer."""
+        deadline = time.monotonic() + timeout
+        while not self.named(name) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.one(name)
 
     def clear(self) -> None:
         self.exporter.clear()

@@ -71,8 +71,8 @@ def body() -> dict[str, Any]:
 
 
 def check_one_trace(rec, reply: dict[str, Any]) -> None:
+    server_span = rec.wait_one("POST /invoke")
     client_span = next(s for s in rec.spans if s.kind == SpanKind.CLIENT and s.name == "POST")
-    server_span = rec.one("POST /invoke")
     agent_span = rec.one("invoke_agent DataAgent")
     trace_id = format_trace_id(client_span.context.trace_id)
     assert reply["seen_trace_id"] == trace_id
@@ -130,7 +130,7 @@ def test_body_context_alone_continues_the_trace(rec, server) -> None:
     with urllib.request.urlopen(req, timeout=10) as resp:
         reply = json.loads(resp.read())
     assert reply["seen_trace_id"] == trace_id
-    assert format_trace_id(rec.one("POST /invoke").context.trace_id) == trace_id
+    assert format_trace_id(rec.wait_one("POST /invoke").context.trace_id) == trace_id
     assert format_trace_id(rec.one("invoke_agent DataAgent").context.trace_id) == trace_id
 
 

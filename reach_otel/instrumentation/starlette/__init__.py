@@ -80,15 +80,7 @@ def _framework_span(scope: dict[str, Any]) -> bool:
     return bool(getattr(current, "kind", None) == SpanKind.SERVER and current.is_recording())
 
 
-def _native_span_coming(app: Any) -> bool:
-    native = getattr(app, "_native_telemetry", None)
-    try:
-        return bool(native is not None and native.enabled())
-    except Exception:
-        return False
-
-
-def _app_call(ref: HandlerRef) -> Callable[..., Any]:
+def _app_call(ref: HandlerRef, *, outer_only: bool = False) -> Callable[..., Any]:
     # A plain function returning the coroutine, so a call with the wrong arguments raises TypeError
     # at once, exactly like the original (servers probe apps that way to tell factories apart).
     def call(
@@ -96,20 +88,20 @@ def _app_call(ref: HandlerRef) -> Callable[..., Any]:
     ) -> Any:
         if len(args) != 3 or kwargs or not isinstance(args[0], dict) or args[0].get("type") != "http":
             return wrapped(*args, **kwargs)
-        return _handle(ref, wrapped, instance, *args)
+        return _handle(ref, wrapped, outer_only, *args)
 
     return call
 
 
 async def _handle(
-    ref: HandlerRef, wrapped: Callable[..., Any], instance: Any, scope: Any, receive: Any, send: Any
+    ref: HandlerRef, wrapped: Callable[..., Any], outer_only: bool, scope: Any, receive: Any, send: Any
 ) -> Any:
     if suppressed():
         return await wrapped(scope, receive, send)
     if _SCOPE_KEY not in scope:  # the outermost app sees the request first
         scope[_SCOPE_KEY] = "seen"
         receive = await _adopt_invoke_context(scope, receive)
-        if _native_span_coming(instance):
+        if outer_only:  # FastAPI: its own telemetry may open the server span; decide inside
             return await wrapped(scope, receive, send)
     if scope[_SCOPE_KEY] == "span" or _framework_span(scope):
         return await wrapped(scope, receive, send)
@@ -153,10 +145,11 @@ async def _serve(
     return result
 
 
-def _targets() -> list[tuple[str, str]]:
-    targets = [("starlette.applications", "Starlette.__call__")]
+def _targets() -> list[tuple[str, str, bool]]:
+    """(module, attribute, outer_only): FastAPI's __call__ wraps Starlette's, which decides on the span."""
+    targets = [("starlette.applications", "Starlette.__call__", False)]
     if importlib.util.find_spec("fastapi") is not None:
-        targets.append(("fastapi.applications", "FastAPI.__call__"))
+        targets.append(("fastapi.applications", "FastAPI.__call__", True))
     return targets
 
 
@@ -168,11 +161,11 @@ class StarletteInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _instrument(self, **kwargs: Any) -> None:
         ref = handler_ref(kwargs.get("tracer_provider"))
-        for module, name in _targets():
-            wrap_function_wrapper(module, name, _app_call(ref))
+        for module, name, outer_only in _targets():
+            wrap_function_wrapper(module, name, _app_call(ref, outer_only=outer_only))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name in _targets():
+        for module, name, _ in _targets():
             owner = importlib.import_module(module)
             unwrap(getattr(owner, name.split(".")[0]), "__call__")
 

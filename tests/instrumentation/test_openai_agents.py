@@ -365,11 +365,21 @@ def test_user_processors_still_called_even_when_ours_fails(
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("telemetry bug")
 
-    monkeypatch.setattr(processor.ReachTracingProcessor, "_start", explode)
     monkeypatch.setattr(processor, "_record_llm", explode)
-    sdk.events.clear()
+    monkeypatch.setattr(processor, "json_or_text", explode)
+    rec.clear()
     assert (
         run(Agent(name="Billing", tools=[lookup_invoice]), "[tool:lookup_invoice] 2")
         == "echo: invoice 2: 42 EUR"
+    )
+    assert len(chat_spans(rec)) == 2 and rec.one(
+        "execute_tool lookup_invoice"
+    )  # extraction failed, spans ended
+
+    monkeypatch.setattr(processor.ReachTracingProcessor, "_start", explode)
+    sdk.events.clear()
+    assert (
+        run(Agent(name="Billing", tools=[lookup_invoice]), "[tool:lookup_invoice] 3")
+        == "echo: invoice 3: 42 EUR"
     )
     assert "end:function" in sdk.events

@@ -100,6 +100,18 @@ def _detach_if_safe(entry: _Entry) -> None:
         var.reset(token)
 
 
+@safe
+def _record_result(inv: Invocation, data: Any) -> Any:
+    """Record what the SDK span data says about the call; returns a tool's result."""
+    if isinstance(inv, ToolInvocation) and isinstance(data, FunctionSpanData):
+        inv.set_arguments(json_or_text(data.input))
+        return json_or_text(data.output)
+    if isinstance(inv, LLMInvocation):
+        _record_llm(inv, data)
+    return None
+
+
+@safe
 def _span_error(span: Span[Any]) -> tuple[BaseException, str] | None:
     """The exception and ``error.type`` for a span the SDK marked as failed, else None."""
     error = span.error
@@ -213,12 +225,7 @@ class ReachTracingProcessor(TracingProcessor):
         inv = entry.inv
         if inv is None:
             return
-        result: Any = None
-        if isinstance(inv, ToolInvocation) and isinstance(data, FunctionSpanData):
-            inv.set_arguments(json_or_text(data.input))
-            result = json_or_text(data.output)
-        elif isinstance(inv, LLMInvocation):
-            _record_llm(inv, data)
+        result = _record_result(inv, data)  # under safe: whatever fails there, the span still ends
         failed = _span_error(span)
         if entry.top is not None:
             entry.top.failure = failed

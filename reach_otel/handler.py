@@ -175,9 +175,11 @@ class TelemetryHandler:
         server_address: str | None = None,
         server_port: int | None = None,
         request_attributes: Mapping[str, Any] | None = None,
+        unless_nested: bool = False,
     ) -> LLMInvocation | None:
+        """An LLM span; ``unless_nested=True`` (instrumentations) declines inside another LLM span."""
         ctx = otel_context.get_current()
-        if suppressed(ctx):
+        if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or (unless_nested and ctx.get(_LLM_KEY) is not None):
             return None
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: operation, sc.GEN_AI_PROVIDER_NAME: provider}
         if model:
@@ -190,12 +192,14 @@ class TelemetryHandler:
             attrs[sc.SERVER_PORT] = server_port
         if request_attributes:
             attrs.update({k: v for k, v in request_attributes.items() if v is not None})
-        agent = current_agent(ctx)
+        agent = ctx.get(_AGENT_KEY)
         if agent is not None:
-            attrs[sc.REACH_AGENT_NAME] = agent.name
-        _session_attributes(current_session(ctx), attrs)
+            attrs[sc.REACH_AGENT_NAME] = agent.name  # type: ignore[attr-defined]
+        session = ctx.get(_SESSION_KEY)
+        if session is not None:
+            _session_attributes(session, attrs)  # type: ignore[arg-type]
         span = self.tracer.start_span(sc.llm_span_name(model or "", operation), ctx, SpanKind.CLIENT, attrs)
-        inv = LLMInvocation(self, span, trace.set_span_in_context(span, ctx), agent)
+        inv = LLMInvocation(self, span, trace.set_span_in_context(span, ctx), agent)  # type: ignore[arg-type]
         inv.ctx = otel_context.set_value(_LLM_KEY, inv, inv.ctx)
         return inv
 

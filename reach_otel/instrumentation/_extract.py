@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from typing import Any
 
 from reach_otel import semconv as sc
@@ -20,14 +22,28 @@ def field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
+_servers: weakref.WeakKeyDictionary[Any, tuple[Any, tuple[str | None, int | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def server_of(instance: Any) -> tuple[str | None, int | None]:
     """Host and port of the SDK client behind a resource object (``resource._client.base_url``)."""
-    url = getattr(getattr(instance, "_client", None), "base_url", None)
+    client = getattr(instance, "_client", None)
+    url = getattr(client, "base_url", None)
+    try:
+        cached = _servers.get(client)
+    except TypeError:  # a client that takes no weak references
+        cached = None
+    if cached is not None and cached[0] is url:
+        return cached[1]
     host = getattr(url, "host", None)
-    if not host:
-        return None, None
-    port = getattr(url, "port", None) or (443 if getattr(url, "scheme", "") == "https" else 80)
-    return host, port
+    found: tuple[str | None, int | None] = (None, None)
+    if host:
+        found = (host, getattr(url, "port", None) or (443 if getattr(url, "scheme", "") == "https" else 80))
+    with contextlib.suppress(TypeError):  # a client that takes no weak references is not cached
+        _servers[client] = (url, found)
+    return found
 
 
 def request_params(kwargs: dict[str, Any]) -> dict[str, Any]:

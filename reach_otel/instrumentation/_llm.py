@@ -16,7 +16,7 @@ import wrapt
 
 from reach_otel import semconv as sc
 from reach_otel._safety import safe
-from reach_otel.handler import TelemetryHandler, current_llm, suppressed
+from reach_otel.handler import TelemetryHandler
 from reach_otel.invocations import LLMInvocation
 
 HandlerRef = Callable[[], TelemetryHandler]
@@ -54,7 +54,7 @@ class LLMSpec:
     response: Callable[[Any], Iterator[tuple[str, Any]]]  # extra attributes of a whole response
     output_messages: Callable[[Any], Any]
     error_code: Callable[[BaseException], str | None]
-    accumulator: Callable[[], Accumulator]
+    accumulator: Callable[[bool], Accumulator]  # argument: keep the text (content capture is on)
     operation: str = sc.OP_CHAT
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # may adjust the call's kwargs
 
@@ -63,8 +63,6 @@ class LLMSpec:
 def _begin(
     handler: TelemetryHandler, spec: LLMSpec, instance: Any, kwargs: dict[str, Any]
 ) -> LLMInvocation | None:
-    if suppressed() or current_llm() is not None:  # never wrap a call already inside an LLM span
-        return None
     req = spec.request(instance, kwargs)
     inv = handler.start_llm(
         req.model,
@@ -74,6 +72,7 @@ def _begin(
         server_address=req.server_address,
         server_port=req.server_port,
         request_attributes=req.attributes,
+        unless_nested=True,  # never wrap a call already inside an LLM span
     )
     if inv is not None and handler.settings.capture_content:
         inv.set_request_messages(req.messages, req.system)
@@ -82,13 +81,14 @@ def _begin(
 
 @safe
 def _record(inv: LLMInvocation, spec: LLMSpec, result: Any) -> None:
-    extra = dict(spec.response(result))
-    if extra:
-        inv.span.set_attributes(extra)
+    """Every response attribute in one ``set_attributes`` call; usage also goes to the agent."""
+    attrs = dict(spec.response(result))
+    inv.input_tokens = attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS)
+    inv.output_tokens = attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
     if inv.capture:
-        inv.span.set_attribute(
-            sc.GEN_AI_OUTPUT_MESSAGES, inv.handler.content_json(spec.output_messages(result))
-        )
+        attrs[sc.GEN_AI_OUTPUT_MESSAGES] = inv.handler.content_json(spec.output_messages(result))
+    if attrs:
+        inv.span.set_attributes(attrs)
 
 
 def _prepared(spec: LLMSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def sync_wrapper(spec: LLMSpec, handler_ref: HandlerRef) -> Callable[..., Any]:
         if kwargs.get("stream") and hasattr(result, "__next__"):
             return SyncStream(result, inv, spec)
         _record(inv, spec, result)
-        inv.stop(result)
+        inv.stop()
         return result
 
     return wrapper
@@ -144,7 +144,7 @@ def async_wrapper(spec: LLMSpec, handler_ref: HandlerRef) -> Callable[..., Any]:
         if kwargs.get("stream") and hasattr(result, "__anext__"):
             return AsyncStream(result, inv, spec)
         _record(inv, spec, result)
-        inv.stop(result)
+        inv.stop()
         return result
 
     return wrapper
@@ -158,7 +158,7 @@ class _StreamState:
     def __init__(self, inv: LLMInvocation, spec: LLMSpec) -> None:
         self.inv = inv
         self.spec = spec
-        self.acc = spec.accumulator()
+        self.acc = spec.accumulator(inv.capture)
         self.done = False
 
     @safe
@@ -173,12 +173,16 @@ class _StreamState:
         self.done = True
         inv, acc = self.inv, self.acc
         attrs = acc.attributes()
-        if attrs:
-            inv.span.set_attributes(attrs)
-        inv.record_usage(acc.input_tokens, acc.output_tokens)
+        inv.input_tokens, inv.output_tokens = acc.input_tokens, acc.output_tokens
+        if acc.input_tokens is not None:
+            attrs[sc.GEN_AI_USAGE_INPUT_TOKENS] = acc.input_tokens
+        if acc.output_tokens is not None:
+            attrs[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = acc.output_tokens
         if inv.capture and acc.text:
             messages = [{"role": "assistant", "parts": [{"type": "text", "content": "".join(acc.text)}]}]
-            inv.span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, inv.handler.content_json(messages))
+            attrs[sc.GEN_AI_OUTPUT_MESSAGES] = inv.handler.content_json(messages)
+        if attrs:
+            inv.span.set_attributes(attrs)
         if exc is not None:
             inv.fail(exc, self.spec.error_code(exc))
         else:

@@ -49,7 +49,8 @@ def error_code(exc: BaseException) -> str | None:
 class MessageAccumulator:
     """Folds Anthropic stream events (message_start … message_stop)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_text: bool = False) -> None:
+        self.keep_text = keep_text
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.text: list[str] = []
@@ -72,7 +73,7 @@ class MessageAccumulator:
             if _get(block, "type") == "tool_use":
                 self.tools.append(_get(block, "name"))
         elif kind == "content_block_delta":
-            text = _get(_get(event, "delta"), "text")
+            text = _get(_get(event, "delta"), "text") if self.keep_text else None
             if isinstance(text, str):
                 self.text.append(text)
         elif kind == "message_delta":

@@ -53,7 +53,37 @@ def requested_tools(result: Any) -> list[str]:
     return names
 
 
+def _chat_completion(result: Any) -> dict[str, Any]:
+    """The attributes of an SDK ``ChatCompletion``, read field by field (the common, hot case)."""
+    attrs: dict[str, Any] = {sc.GEN_AI_RESPONSE_MODEL: result.model, sc.GEN_AI_RESPONSE_ID: result.id}
+    reasons: list[str] = []
+    tools: list[str] = []
+    for choice in result.choices:
+        if choice.finish_reason:
+            reasons.append(choice.finish_reason)
+        calls = choice.message.tool_calls if choice.message is not None else None
+        if calls:
+            tools.extend(
+                name for call in calls if isinstance(name := _get(_get(call, "function"), "name"), str)
+            )
+    if reasons:
+        attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+    if tools:
+        attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = tools
+    usage = result.usage
+    if usage is not None:
+        attrs[sc.GEN_AI_USAGE_INPUT_TOKENS] = usage.prompt_tokens
+        attrs[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.completion_tokens
+    return attrs
+
+
 def response_attributes(result: Any) -> Iterator[tuple[str, Any]]:
+    if type(result).__name__ == "ChatCompletion":
+        try:
+            yield from _chat_completion(result).items()
+            return
+        except AttributeError:  # an unexpected shape: the general path below reads anything
+            pass
     yield from llm_response_attributes(result)
     tools = requested_tools(result)
     if tools:
@@ -71,9 +101,14 @@ def error_code(exc: BaseException) -> str | None:
 
 
 class ChatAccumulator:
-    """Folds ``chat.completion.chunk`` objects (and responses API stream events)."""
+    """Folds ``chat.completion.chunk`` objects (and responses API stream events).
 
-    def __init__(self) -> None:
+    ``add`` runs once per chunk on the application's thread, so the common case — an SDK chunk
+    object — reads its fields directly; dicts and responses API events take the general path.
+    """
+
+    def __init__(self, keep_text: bool = False) -> None:
+        self.keep_text = keep_text
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.text: list[str] = []
@@ -83,8 +118,38 @@ class ChatAccumulator:
         self.tools: list[str] = []
 
     def add(self, chunk: Any) -> None:
-        final = _get(chunk, "response")  # responses API: response.created / response.completed
-        if final is not None and _get(chunk, "type") in ("response.completed", "response.incomplete"):
+        choices = getattr(chunk, "choices", None)
+        if choices is None or isinstance(chunk, dict):
+            self._add_general(chunk)
+            return
+        if self.model is None:
+            self.model = chunk.model
+            self.response_id = chunk.id
+        for choice in choices:
+            reason = choice.finish_reason
+            if reason:
+                self.reasons.append(reason)
+            delta = choice.delta
+            if delta is None:
+                continue
+            if delta.tool_calls:
+                self._tool_deltas(delta.tool_calls)
+            if self.keep_text and delta.content:
+                self.text.append(delta.content)
+        usage = chunk.usage
+        if usage is not None:
+            self.input_tokens, self.output_tokens = usage.prompt_tokens, usage.completion_tokens
+
+    def _tool_deltas(self, calls: Any) -> None:
+        for call in calls:
+            name = _get(_get(call, "function"), "name")
+            if isinstance(name, str) and name:
+                self.tools.append(name)
+
+    def _add_general(self, chunk: Any) -> None:
+        kind = _get(chunk, "type")
+        final = _get(chunk, "response")  # responses API: response.completed / response.incomplete
+        if final is not None and kind in ("response.completed", "response.incomplete"):
             self._whole(final)
             return
         if self.model is None:
@@ -93,18 +158,14 @@ class ChatAccumulator:
         item = _get(chunk, "item")
         if item is not None and _get(item, "type") == "function_call":
             self.tools.append(_get(item, "name"))
-        delta_text = _get(chunk, "delta") if _get(chunk, "type") == "response.output_text.delta" else None
-        if isinstance(delta_text, str):
-            self.text.append(delta_text)
+        if self.keep_text and kind == "response.output_text.delta" and isinstance(_get(chunk, "delta"), str):
+            self.text.append(_get(chunk, "delta"))
         for choice in _get(chunk, "choices") or ():
             delta = _get(choice, "delta")
             content = _get(delta, "content")
-            if isinstance(content, str):
+            if self.keep_text and isinstance(content, str):
                 self.text.append(content)
-            for call in _get(delta, "tool_calls") or ():
-                name = _get(_get(call, "function"), "name")
-                if isinstance(name, str) and name:
-                    self.tools.append(name)
+            self._tool_deltas(_get(delta, "tool_calls") or ())
         self.reasons.extend(finish_reasons(chunk))
         inp, out = usage_tokens(chunk)
         if inp is not None or out is not None:
@@ -118,6 +179,8 @@ class ChatAccumulator:
         for name in requested_tools(response):
             if name not in self.tools:
                 self.tools.append(name)
+        if self.keep_text and not self.text and isinstance(_get(response, "output_text"), str):
+            self.text.append(_get(response, "output_text"))
 
     def attributes(self) -> dict[str, Any]:
         attrs: dict[str, Any] = {}
@@ -127,6 +190,7 @@ class ChatAccumulator:
             attrs[sc.GEN_AI_RESPONSE_ID] = self.response_id
         if self.reasons:
             attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = self.reasons
-        if self.tools:
-            attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = [t for t in self.tools if isinstance(t, str)]
+        tools = [t for t in self.tools if isinstance(t, str)]
+        if tools:
+            attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = tools
         return attrs

@@ -15,13 +15,14 @@ from reach_collector.config import Settings
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
+from reach_collector.store.base import TraceStore
 from reach_collector.store.duckdb_store import DuckDBStore
 
 
 def create_app(
     settings: Settings | None = None,
     *,
-    store: DuckDBStore | None = None,
+    store: TraceStore | None = None,
     clock: Callable[[], float] = time.time,
     writer: Writer | None = None,
     max_pending_spans: int = 262_144,

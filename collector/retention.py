@@ -36,13 +36,16 @@ class RetentionJob:
         return deleted
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._every):
+        # First pass right away (a collector restarted after a week away), then periodically.
+        while True:
             try:
                 self.run_once()
             except WriterClosed:
                 return
             except Exception:
                 log.exception("retention run failed; will retry")
+            if self._stop.wait(self._every):
+                return
 
     def start(self) -> None:
         if self.retention_s <= 0 or self._thread is not None:

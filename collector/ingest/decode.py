@@ -156,5 +156,5 @@ def encode_response(media: str, rejected: int, message: str) -> bytes:
         response.partial_success.rejected_spans = rejected
         response.partial_success.error_message = message
     if media == PROTOBUF:
-        return response.SerializeToString()
+        return bytes(response.SerializeToString())
     return json.dumps(json_format.MessageToDict(response)).encode()

@@ -88,7 +88,7 @@ def start_grpc(
             ("grpc.so_reuseport", 0),
         ],
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
         TraceService(ingest, ingest_token, query_token), server
     )
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -116,7 +116,7 @@ def _str(get: _Get, keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = get(key)
         if value.__class__ is str and value:
-            return value  # type: ignore[no-any-return]
+            return value
     return None
 
 
@@ -125,7 +125,7 @@ def _int(get: _Get, keys: tuple[str, ...]) -> int | None:
         value = get(key)
         # bool is an int subclass; a boolean token count is nonsense, so it is skipped.
         if value.__class__ is int:
-            return value if -(2**63) <= value < 2**63 else None  # type: ignore[no-any-return]
+            return value if -(2**63) <= value < 2**63 else None
         if value.__class__ is float and value.is_integer() and abs(value) < 2**63:
             return int(value)
     return None
@@ -138,7 +138,7 @@ def _int32(value: int | None) -> int | None:
 def _operation(get: _Get) -> str | None:
     op = get(sc.GEN_AI_OPERATION_NAME)
     if op.__class__ is str and op:
-        return op  # type: ignore[no-any-return]
+        return op
     kind = get(sc.TRACELOOP_SPAN_KIND)
     if kind.__class__ is str and kind in _TRACELOOP_KINDS:
         return _TRACELOOP_KINDS[kind]

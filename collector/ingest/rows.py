@@ -32,7 +32,10 @@ try:  # orjson is several times faster at the one step that dominates flattening
         return orjson.dumps(value).decode()
 
 except ImportError:  # pragma: no cover - the stdlib encoder gives the same text
-    _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+    _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+    def _dumps(value: Any) -> str:
+        return _encode(value)
 
 
 @dataclass(frozen=True)

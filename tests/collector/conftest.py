@@ -4,6 +4,7 @@ DuckDB file in tmp_path (helpers in collector_helpers.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ def start_collector(tmp_path: Path) -> Iterator[Callable[..., RunningCollector]]
         db = tmp_path / f"traces-{len(stores)}.duckdb"
         store = DuckDBStore(db)
         stores.append(store)
-        app = create_app(settings or Settings(db=str(db)), store=store, **app_kwargs)
+        # Retention off: many tests post fixed timestamps from 2023, which a 7-day window would drop.
+        settings = replace(settings or Settings(db=str(db)), retention_s=0)
+        app = create_app(settings, store=store, **app_kwargs)
         server = ServerThread(app)
         servers.append(server)
         server.start()

@@ -1,0 +1,29 @@
+"""The store interface the rest of the collector depends on (DuckDBStore implements it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import pyarrow as pa
+from reach_collector.store.duckdb_store import TraceFilter
+
+
+class TraceStore(Protocol):
+    # writing: called from the writer thread only
+    def write(self, table: pa.Table) -> None: ...
+
+    def maybe_checkpoint(self) -> bool: ...
+
+    def delete_older_than(self, cutoff_ns: int) -> int: ...
+
+    # reading: any thread
+    def ping(self) -> bool: ...
+
+    def trace_spans(self, trace_id: str) -> list[dict[str, Any]] | None: ...
+
+    def search(self, f: TraceFilter) -> list[dict[str, Any]]: ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def close(self) -> None: ...

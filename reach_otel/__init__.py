@@ -12,6 +12,7 @@ from reach_otel.api import gate, handoff, record_usage, session
 from reach_otel.decorators import agent, llm, tool, workflow
 from reach_otel.errors import HopLimitExceeded
 from reach_otel.handler import TelemetryHandler, get_handler, set_handler
+from reach_otel.heartbeat import heartbeat
 from reach_otel.instrumentation import instrument, uninstrument
 from reach_otel.propagation import attach, extract, inject
 from reach_otel.redact import Redactor
@@ -31,6 +32,7 @@ __all__ = [
     "gate",
     "get_handler",
     "handoff",
+    "heartbeat",
     "init",
     "inject",
     "instrument",

@@ -58,14 +58,23 @@ async def export_traces(request: Request) -> Response:
         media = media_type(request.headers.get("content-type"))
     except BodyError as exc:
         return error_response(exc.status, JSON, str(exc))
+    # Bodies being read or decoded are bounded too (the write queue only counts decoded spans),
+    # so a flood of large uploads gets 429s instead of growing memory.
+    if ingest.inflight_bytes >= ingest.max_inflight_bytes:
+        return error_response(429, media, "too many requests in flight; retry", retry_after=1)
+    held = 0
     try:
         body = await _read_body(request, ingest.max_body_bytes)
+        held = len(body)
+        ingest.inflight_bytes += held
         batch = await ingest.decode_async(body, media, request.headers.get("content-encoding"))
     except BodyError as exc:
         ingest.stats.requests_rejected += 1
         return error_response(exc.status, media, str(exc))
     except DecoderUnavailable as exc:
         return error_response(503, media, str(exc), retry_after=5)
+    finally:
+        ingest.inflight_bytes -= held
     try:
         future = ingest.submit(batch)
     except QueueFull as exc:

@@ -35,6 +35,9 @@ class IngestService:
         self.max_body_bytes = max_body_bytes
         self.pool = pool
         self.stats = IngestStats()
+        # Request bytes read but not yet decoded (touched only on the event loop thread).
+        self.inflight_bytes = 0
+        self.max_inflight_bytes = max(256 << 20, 4 * max_body_bytes)
 
     async def decode_async(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Decode in the worker pool when there is one, else in a thread; raises ``BodyError``."""

@@ -92,3 +92,16 @@ def test_full_queue_is_429_with_retry_after(
     t.join(10)
     assert first["r"].status_code == 200
     store.close()
+
+
+def test_too_many_bytes_in_flight_is_429(collector: RunningCollector) -> None:
+    collector.app.state.ingest.max_inflight_bytes = 0
+    response = collector.post("/v1/traces", content=request_with([{}]).SerializeToString(), headers=PB)
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "1"
+    collector.app.state.ingest.max_inflight_bytes = 1 << 30
+    assert (
+        collector.post("/v1/traces", content=request_with([{}]).SerializeToString(), headers=PB).status_code
+        == 200
+    )
+    assert collector.app.state.ingest.inflight_bytes == 0

@@ -7,7 +7,9 @@ trace headers are still injected so the far side continues the same trace.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -71,6 +73,23 @@ def is_json(headers: Mapping[str, str]) -> bool:
         if key.lower() == "content-type":
             return "json" in value.lower()
     return False
+
+
+@dataclass
+class Outcome:
+    status_code: int | None = None
+
+
+@contextmanager
+def tracked(inv: Invocation | None) -> Iterator[Outcome]:
+    """End the call's span with its status code, or with the exception it raised (re-raised)."""
+    outcome = Outcome()
+    try:
+        yield outcome
+    except BaseException as exc:
+        finish(inv, None, exc)
+        raise
+    finish(inv, outcome.status_code)
 
 
 @safe

@@ -51,12 +51,9 @@ def _sync(ref: HandlerRef) -> Callable[..., Any]:
         if not args:
             return wrapped(*args, **kwargs)
         inv, request = _prepare(ref, args[0])
-        try:
+        with _http.tracked(inv) as outcome:
             response = wrapped(request, *args[1:], **kwargs)
-        except BaseException as exc:
-            _http.finish(inv, None, exc)
-            raise
-        _http.finish(inv, response.status_code)
+            outcome.status_code = response.status_code
         return response
 
     return send
@@ -69,12 +66,9 @@ def _async(ref: HandlerRef) -> Callable[..., Any]:
         if not args:
             return await wrapped(*args, **kwargs)
         inv, request = _prepare(ref, args[0])
-        try:
+        with _http.tracked(inv) as outcome:
             response = await wrapped(request, *args[1:], **kwargs)
-        except BaseException as exc:
-            _http.finish(inv, None, exc)
-            raise
-        _http.finish(inv, response.status_code)
+            outcome.status_code = response.status_code
         return response
 
     return send

@@ -29,12 +29,9 @@ def _send(ref: HandlerRef) -> Callable[..., Any]:
             if body is not None:
                 request.body = body
                 request.headers["Content-Length"] = str(len(body))
-        try:
+        with _http.tracked(inv) as outcome:
             response = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _http.finish(inv, None, exc)
-            raise
-        _http.finish(inv, response.status_code)
+            outcome.status_code = response.status_code
         return response
 
     return send

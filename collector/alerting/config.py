@@ -1,0 +1,299 @@
+"""Validation of the ``alerting``, ``users``, ``schedules``, ``escalation_policies`` and ``routing``
+sections (§4, §10) into frozen dataclasses carrying every default.
+
+A bad value raises ``ConfigError`` naming the key path and the reason, e.g.
+``alerting.rules.ReachSuccessRateLow.for: expected a duration like 30s, 5m, 1h, 7d; got 'soon'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, url, zone_name
+from reach_collector.alerting.oncall_config import (
+    DEFAULT_ROUTING,
+    EscalationPolicy,
+    EscalationStep,
+    Route,
+    Targets,
+    User,
+    parse_policy,
+    parse_route,
+    parse_schedule,
+    parse_user,
+)
+from reach_collector.alerting.rotation import Schedule
+from reach_collector.config import ConfigError, Settings
+
+__all__ = [
+    "SEVERITIES",
+    "AlertingConfig",
+    "AlertingSetup",
+    "BurnRateRuleConfig",
+    "BurnWindow",
+    "EscalationPolicy",
+    "EscalationStep",
+    "HeartbeatRuleConfig",
+    "LatencyRuleConfig",
+    "Route",
+    "SuccessRateRuleConfig",
+    "Targets",
+    "User",
+    "from_settings",
+    "load_alerting",
+]
+
+SEVERITIES: Final = ("P0", "P1", "P2")
+SUCCESS_RATE: Final = "ReachSuccessRateLow"
+LATENCY: Final = "ReachP99LatencyHigh"
+HEARTBEAT: Final = "ReachAgentHeartbeatLost"
+
+
+@dataclass(frozen=True)
+class SuccessRateRuleConfig:
+    for_s: float = 300.0
+    below: float = 0.5
+    window_s: float = 60.0
+    min_calls: int = 5
+    keep_firing_for_s: float = 0.0
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class LatencyRuleConfig:
+    for_s: float = 180.0
+    factor: float = 1.5
+    window_s: float = 60.0
+    default_threshold_ms: float = 10000.0
+    min_calls: int = 5
+    keep_firing_for_s: float = 0.0
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class HeartbeatRuleConfig:
+    for_s: float = 0.0
+    after_s: float = 60.0
+    keep_firing_for_s: float = 0.0
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class BurnWindow:
+    long_s: float
+    short_s: float
+    factor: float
+
+
+# SRE Workbook, table 5-8: 2% of a 30-day budget in 1h, 5% in 6h, 10% in 3d.
+WORKBOOK_WINDOWS: Final = (
+    BurnWindow(3600.0, 300.0, 14.4),
+    BurnWindow(6 * 3600.0, 1800.0, 6.0),
+    BurnWindow(3 * 86400.0, 6 * 3600.0, 1.0),
+)
+
+
+@dataclass(frozen=True)
+class BurnRateRuleConfig:
+    """The optional multi-window multi-burn-rate rule on a success-rate SLO (``type: burn_rate``)."""
+
+    name: str
+    objective: float = 0.99
+    severity: str = "P1"
+    windows: tuple[BurnWindow, ...] = WORKBOOK_WINDOWS
+    min_calls: int = 5
+    for_s: float = 0.0
+    keep_firing_for_s: float = 0.0
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class AlertingConfig:
+    interval_s: float = 15.0
+    registry: str | None = None
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    success_rate: SuccessRateRuleConfig = SuccessRateRuleConfig()
+    latency: LatencyRuleConfig = LatencyRuleConfig()
+    heartbeat: HeartbeatRuleConfig = HeartbeatRuleConfig()
+    burn_rates: tuple[BurnRateRuleConfig, ...] = ()
+    repeat_s: float = 1800.0
+    alertmanager_url: str | None = None
+
+
+@dataclass(frozen=True)
+class AlertingSetup:
+    """Everything the alerting package needs from the config file."""
+
+    alerting: AlertingConfig = AlertingConfig()
+    time_zone: str = "UTC"
+    users: Mapping[str, User] = field(default_factory=dict)
+    schedules: Mapping[str, Schedule] = field(default_factory=dict)
+    escalation_policies: Mapping[str, EscalationPolicy] = field(default_factory=dict)
+    routing: Mapping[str, Route] = field(default_factory=lambda: dict(DEFAULT_ROUTING))
+    warnings: tuple[str, ...] = ()  # usable but suspicious (e.g. a member with no contact)
+
+
+def from_settings(settings: Settings) -> AlertingSetup:
+    """Validate the sections the collector's loader kept for us; errors name the file too."""
+    return load_alerting(settings.sections, settings.time_zone, source=settings.source)
+
+
+def load_alerting(
+    sections: Mapping[str, Any], time_zone: str = "UTC", *, source: str | None = None
+) -> AlertingSetup:
+    try:
+        return _load(sections, zone_name(sections.get("time_zone", time_zone), "time_zone"))
+    except ConfigError as exc:
+        if source is None:
+            raise
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _load(doc: Mapping[str, Any], time_zone: str) -> AlertingSetup:
+    warnings: list[str] = []
+    alerting = _alerting(mapping(doc.get("alerting"), "alerting"))
+    users = {
+        name: parse_user(name, mapping(spec, f"users.{name}"))
+        for name, spec in mapping(doc.get("users"), "users").items()
+    }
+    schedules = {
+        name: parse_schedule(name, mapping(spec, f"schedules.{name}"), time_zone)
+        for name, spec in mapping(doc.get("schedules"), "schedules").items()
+    }
+    policies = {
+        name: parse_policy(name, mapping(spec, f"escalation_policies.{name}"), schedules)
+        for name, spec in mapping(doc.get("escalation_policies"), "escalation_policies").items()
+    }
+    routing = dict(DEFAULT_ROUTING)
+    for sev, spec in mapping(doc.get("routing"), "routing").items():
+        if sev not in SEVERITIES:
+            raise ConfigError(f"routing.{sev}: unknown severity (expected one of {', '.join(SEVERITIES)})")
+        routing[sev] = parse_route(f"routing.{sev}", mapping(spec, f"routing.{sev}"), schedules, policies)
+    # Members without a contact are legal (they may be reached another way) but cannot be paged.
+    named = {m for s in schedules.values() for layer in s.layers for m in layer.members}
+    named |= {o.user for s in schedules.values() for o in s.overrides}
+    named |= {u for p in policies.values() for step in p.steps for u in step.notify.users}
+    named |= {u for r in routing.values() if r.notify for u in r.notify.users}
+    for name in sorted(named):
+        if name not in users or users[name].webhook is None:
+            warnings.append(f"users.{name}: no webhook configured; pages for {name} cannot be delivered")
+    for sev in ("P0", "P1"):
+        if sev not in routing:
+            warnings.append(f"routing.{sev}: no route; {sev} alerts page nobody")
+    return AlertingSetup(alerting, time_zone, users, schedules, policies, routing, tuple(warnings))
+
+
+def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
+    key = "alerting"
+    only(spec, key, {"interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url"})
+    thresholds = {}
+    for agent, ms in mapping(spec.get("thresholds"), f"{key}.thresholds").items():
+        thresholds[agent] = number({agent: ms}, agent, f"{key}.thresholds", 0, 1e-9, 1e12)
+    rules = mapping(spec.get("rules"), f"{key}.rules")
+    burn: list[BurnRateRuleConfig] = []
+    for name, rule in rules.items():
+        rule = mapping(rule, f"{key}.rules.{name}")
+        if name not in (SUCCESS_RATE, LATENCY, HEARTBEAT):
+            if rule.get("type") != "burn_rate":
+                raise ConfigError(
+                    f"{key}.rules.{name}: unknown rule (expected {SUCCESS_RATE}, {LATENCY}, "
+                    f"{HEARTBEAT}, or a rule with type: burn_rate)"
+                )
+            burn.append(_burn_rate(name, rule, f"{key}.rules.{name}"))
+    return AlertingConfig(
+        interval_s=duration(spec, "interval", key, 15.0, positive=True),
+        registry=url(spec.get("registry"), f"{key}.registry"),
+        thresholds=thresholds,
+        success_rate=_success_rate(mapping(rules.get(SUCCESS_RATE), f"{key}.rules.{SUCCESS_RATE}")),
+        latency=_latency(mapping(rules.get(LATENCY), f"{key}.rules.{LATENCY}")),
+        heartbeat=_heartbeat(mapping(rules.get(HEARTBEAT), f"{key}.rules.{HEARTBEAT}")),
+        burn_rates=tuple(burn),
+        repeat_s=duration(spec, "repeat", key, 1800.0),
+        alertmanager_url=url(spec.get("alertmanager_url"), f"{key}.alertmanager_url"),
+    )
+
+
+def _success_rate(spec: Mapping[str, Any]) -> SuccessRateRuleConfig:
+    key, d = f"alerting.rules.{SUCCESS_RATE}", SuccessRateRuleConfig()
+    only(spec, key, {"for", "below", "window", "min_calls", "keep_firing_for", "enabled"})
+    return SuccessRateRuleConfig(
+        for_s=duration(spec, "for", key, d.for_s),
+        below=number(spec, "below", key, d.below, 0.0, 1.0),
+        window_s=duration(spec, "window", key, d.window_s, positive=True),
+        min_calls=count(spec, "min_calls", key, d.min_calls),
+        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
+        enabled=flag(spec, "enabled", key, d.enabled),
+    )
+
+
+def _latency(spec: Mapping[str, Any]) -> LatencyRuleConfig:
+    key, d = f"alerting.rules.{LATENCY}", LatencyRuleConfig()
+    only(
+        spec,
+        key,
+        {"for", "factor", "window", "default_threshold_ms", "min_calls", "keep_firing_for", "enabled"},
+    )
+    return LatencyRuleConfig(
+        for_s=duration(spec, "for", key, d.for_s),
+        factor=number(spec, "factor", key, d.factor, 1e-9, 1e6),
+        window_s=duration(spec, "window", key, d.window_s, positive=True),
+        default_threshold_ms=number(spec, "default_threshold_ms", key, d.default_threshold_ms, 1e-9, 1e12),
+        min_calls=count(spec, "min_calls", key, d.min_calls),
+        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
+        enabled=flag(spec, "enabled", key, d.enabled),
+    )
+
+
+def _heartbeat(spec: Mapping[str, Any]) -> HeartbeatRuleConfig:
+    key, d = f"alerting.rules.{HEARTBEAT}", HeartbeatRuleConfig()
+    only(spec, key, {"for", "after", "keep_firing_for", "enabled"})
+    return HeartbeatRuleConfig(
+        for_s=duration(spec, "for", key, d.for_s),
+        after_s=duration(spec, "after", key, d.after_s, positive=True),
+        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
+        enabled=flag(spec, "enabled", key, d.enabled),
+    )
+
+
+def _burn_rate(name: str, spec: Mapping[str, Any], key: str) -> BurnRateRuleConfig:
+    only(
+        spec,
+        key,
+        {"type", "objective", "severity", "windows", "min_calls", "for", "keep_firing_for", "enabled"},
+    )
+    d = BurnRateRuleConfig(name)
+    severity = spec.get("severity", d.severity)
+    if severity not in SEVERITIES:
+        raise ConfigError(f"{key}.severity: expected one of {', '.join(SEVERITIES)}, got {severity!r}")
+    windows = d.windows
+    if "windows" in spec:
+        if not isinstance(spec["windows"], list) or not spec["windows"]:
+            raise ConfigError(f"{key}.windows: expected a non-empty list of {{long, short, factor}}")
+        parsed = []
+        for i, window in enumerate(spec["windows"]):
+            wkey = f"{key}.windows[{i}]"
+            window = mapping(window, wkey)
+            only(window, wkey, {"long", "short", "factor"})
+            for required in ("long", "short", "factor"):
+                if required not in window:
+                    raise ConfigError(f"{wkey}.{required}: required")
+            parsed.append(
+                BurnWindow(
+                    duration(window, "long", wkey, 0, positive=True),
+                    duration(window, "short", wkey, 0, positive=True),
+                    number(window, "factor", wkey, 0, 1e-9, 1e6),
+                )
+            )
+        windows = tuple(parsed)
+    return BurnRateRuleConfig(
+        name=name,
+        objective=number(spec, "objective", key, d.objective, 0.0, 0.999999),
+        severity=severity,
+        windows=windows,
+        min_calls=count(spec, "min_calls", key, d.min_calls),
+        for_s=duration(spec, "for", key, d.for_s),
+        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
+        enabled=flag(spec, "enabled", key, d.enabled),
+    )

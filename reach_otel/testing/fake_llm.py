@@ -41,6 +41,18 @@ __all__ = ["FakeLLMServer", "RecordedRequest"]
 _STREAM_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-stream (an abandoned stream) is normal here, not an error to print."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (*_STREAM_ERRORS, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request the server received: method, path, headers (lower-case keys), JSON body."""
@@ -83,7 +95,7 @@ class FakeLLMServer:
     def start(self) -> FakeLLMServer:
         if self._server is not None:
             return self
-        server = ThreadingHTTPServer((self.host, self.port), _make_handler(self))
+        server = _QuietServer((self.host, self.port), _make_handler(self))
         server.daemon_threads = True
         self._server = server
         self.port = server.server_address[1]

@@ -229,3 +229,38 @@ def test_content_capture_records_messages(make_recorder, llm) -> None:
     span = rec.one("chat gpt-test")
     assert "where is my invoice" in span.attributes["gen_ai.input.messages"]
     assert "echo: where is my invoice" in span.attributes["gen_ai.output.messages"]
+
+
+def test_explicit_tracer_provider_is_honoured(rec, llm) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    own = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(own))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        client(llm).chat.completions.create(model="gpt-own", messages=MESSAGES)
+    finally:
+        instrumentor.uninstrument()
+    assert [s.name for s in own.get_finished_spans()] == ["chat gpt-own"]
+    assert rec.spans == []
+
+
+def test_the_sdk_transport_carries_the_trace_to_the_server(rec, instrumented, llm) -> None:
+    """httpx2 (the client's own transport) injects traceparent for the chat span, with no extra span."""
+    from reach_otel.instrumentation.httpx import HTTPXInstrumentor
+
+    http = HTTPXInstrumentor()
+    http.instrument()
+    try:
+        client(llm).chat.completions.create(model="gpt-test", messages=MESSAGES)
+    finally:
+        http.uninstrument()
+    span = rec.one("chat gpt-test")
+    traceparent = llm.requests[-1].headers["traceparent"]
+    assert traceparent.split("-")[1] == format(span.context.trace_id, "032x")
+    assert traceparent.split("-")[2] == format(span.context.span_id, "016x")
+    assert len(rec.spans) == 1  # no HTTP span under the LLM span

@@ -1,6 +1,8 @@
 """A minimal OTLP/HTTP receiver on loopback for library tests: decodes real protobuf exports.
 
 Modes: ``ok`` answers 200, ``hang`` accepts and never answers, ``unavailable`` answers 503.
+``statuses`` answers the first requests with those codes (then 200); ``attempts`` counts every
+request. ``port`` lets a sink come back on the port an app was already sending to.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 
 class OtlpSink:
-    def __init__(self, mode: str = "ok") -> None:
+    def __init__(self, mode: str = "ok", *, port: int = 0, statuses: list[int] | None = None) -> None:
         self.mode = mode
+        self.statuses = list(statuses or [])
+        self.attempts = 0
         self.requests: list[dict[str, Any]] = []
         self._release = threading.Event()
         sink = self
@@ -30,6 +34,13 @@ class OtlpSink:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                sink.attempts += 1
+                if sink.statuses:
+                    self.send_response(sink.statuses.pop(0))
+                    self.send_header("retry-after", "0")
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
                 if sink.mode == "hang":
                     sink._release.wait(60)
                     return
@@ -56,7 +67,8 @@ class OtlpSink:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"

@@ -164,6 +164,8 @@ def parse_route(
     if policy is not None and (not isinstance(policy, str) or policy not in policies):
         raise ConfigError(f"{key}.escalation_policy: no policy named {policy!r} under escalation_policies")
     notify = _targets(spec["notify"], f"{key}.notify", schedules) if spec.get("notify") is not None else None
+    if policy is not None and notify is not None:
+        raise ConfigError(f"{key}: use either escalation_policy or notify, not both")
     action = spec.get("action")
     if action not in (None, "deregister", "none"):
         raise ConfigError(f"{key}.action: expected deregister or none, got {action!r}")

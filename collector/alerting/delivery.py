@@ -1,0 +1,158 @@
+"""Delivery with retry and a record of every attempt: the retry → record end of the pipeline.
+
+Nothing sleeps: a failed retryable delivery is due again at ``now + backoff`` and the engine's next
+``flush(now)`` (driven by the injected clock) tries it, so a receiver answering 500 gets the
+notification once it recovers. 4xx and other non-retryable answers are recorded once and dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reach_collector.alerting.webhook import Sender
+
+__all__ = ["Backoff", "Delivery", "DeliveryAttempt", "RetryQueue"]
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff: ``initial_s × factor^(attempt−1)`` capped at ``max_s``; at most
+    ``max_attempts`` tries in all."""
+
+    initial_s: float = 1.0
+    factor: float = 2.0
+    max_s: float = 60.0
+    max_attempts: int = 8
+
+    def delay(self, attempt: int) -> float:
+        return min(self.max_s, self.initial_s * self.factor ** max(0, attempt - 1))
+
+
+@dataclass
+class Delivery:
+    """One message to one destination (a person's webhook, the registry's deregister hook)."""
+
+    kind: str  # firing | repeat | escalation | resolved | deregister
+    url: str
+    body: Mapping[str, Any]
+    fingerprint: str
+    alertname: str
+    recipient: str
+    created_at: float
+    next_at: float = 0.0
+    attempts: int = 0
+    id: int = 0
+    key: tuple[str, str, str] = field(default=("", "", ""))  # a newer one to the same key supersedes
+
+
+@dataclass(frozen=True)
+class DeliveryAttempt:
+    """The record of one attempt (or of a delivery that could not be attempted at all)."""
+
+    time: float
+    delivery_id: int
+    kind: str
+    fingerprint: str
+    alertname: str
+    recipient: str
+    url: str | None
+    attempt: int
+    ok: bool
+    retryable: bool = False
+    error: str | None = None
+    next_retry_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+Record = Callable[[DeliveryAttempt], None]
+
+
+class RetryQueue:
+    """Pending deliveries; ``flush(now)`` tries each due one once and records the outcome."""
+
+    def __init__(self, sender: Sender, record: Record, backoff: Backoff | None = None) -> None:
+        self._sender = sender
+        self._record = record
+        self.backoff = backoff or Backoff()
+        self._pending: list[Delivery] = []
+        self._ids = itertools.count(1)
+
+    def submit(self, delivery: Delivery, now: float) -> None:
+        """Queue for sending at the next flush; an older queued message to the same destination
+        about the same alert is superseded (its receiver would only get outdated news)."""
+        delivery.id = next(self._ids)
+        delivery.next_at = now
+        delivery.key = (delivery.fingerprint, delivery.recipient, delivery.url)
+        kept = []
+        for old in self._pending:
+            if old.key == delivery.key:
+                self._note(old, now, ok=False, error=f"superseded by a {delivery.kind} notification")
+            else:
+                kept.append(old)
+        self._pending = [*kept, delivery]
+
+    def undeliverable(self, delivery: Delivery, now: float, error: str) -> None:
+        """Record a delivery that has no destination (e.g. a user without a webhook)."""
+        delivery.id = next(self._ids)
+        self._note(delivery, now, ok=False, error=error, url=None)
+
+    def flush(self, now: float) -> list[DeliveryAttempt]:
+        due = [d for d in self._pending if d.next_at <= now]
+        self._pending = [d for d in self._pending if d.next_at > now]
+        attempts = []
+        for delivery in due:
+            delivery.attempts += 1
+            retryable, error = self._sender(delivery.url, delivery.body)
+            retry_at = None
+            if error is not None and retryable and delivery.attempts < self.backoff.max_attempts:
+                retry_at = now + self.backoff.delay(delivery.attempts)
+                delivery.next_at = retry_at
+                self._pending.append(delivery)
+            elif error is not None and retryable:
+                error = f"{error} (gave up after {delivery.attempts} attempts)"
+            attempts.append(
+                self._note(
+                    delivery, now, ok=error is None, retryable=retryable, error=error, retry_at=retry_at
+                )
+            )
+        return attempts
+
+    def next_due(self) -> float | None:
+        return min((d.next_at for d in self._pending), default=None)
+
+    @property
+    def pending(self) -> list[Delivery]:
+        return list(self._pending)
+
+    def _note(
+        self,
+        d: Delivery,
+        now: float,
+        *,
+        ok: bool,
+        error: str | None,
+        retryable: bool = False,
+        retry_at: float | None = None,
+        url: str | None = "",
+    ) -> DeliveryAttempt:
+        attempt = DeliveryAttempt(
+            time=now,
+            delivery_id=d.id,
+            kind=d.kind,
+            fingerprint=d.fingerprint,
+            alertname=d.alertname,
+            recipient=d.recipient,
+            url=d.url if url == "" else url,
+            attempt=d.attempts,
+            ok=ok,
+            retryable=retryable,
+            error=error,
+            next_retry_at=retry_at,
+        )
+        self._record(attempt)
+        return attempt

@@ -1,0 +1,188 @@
+"""The alert engine: evaluation → history → notification on an injected clock, no threads.
+
+The collector's loop calls ``tick(now)`` every ``interval`` (and may call ``flush(now)`` sooner,
+at ``next_wakeup()``, so retries keep their backoff). API handlers call ``acknowledge``,
+``alerts``, ``oncall``, ``agents`` and ``replay``; a lock keeps them consistent with a tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from reach_collector.alerting.config import AlertingSetup, from_settings
+from reach_collector.alerting.data import AlertData
+from reach_collector.alerting.delivery import Backoff, DeliveryAttempt
+from reach_collector.alerting.evaluator import Evaluator
+from reach_collector.alerting.history import Acknowledgement, AlertHistory, MemoryHistory
+from reach_collector.alerting.notify import NotificationPipeline
+from reach_collector.alerting.pusher import AlertmanagerPusher
+from reach_collector.alerting.replay import ReplayResult, replay
+from reach_collector.alerting.rotation import oncall_report
+from reach_collector.alerting.rules import Rule, agent_statuses, build_rules
+from reach_collector.alerting.state import Alert, AlertState, Transition
+from reach_collector.alerting.webhook import HttpSender, Sender
+from reach_collector.config import Settings
+
+__all__ = ["STATE_VALUES", "AlertEngine", "build_engine"]
+
+log = logging.getLogger("reach_collector.alerting")
+
+# reach_alert_state gauge values (Prometheus's ALERTS has one series per state; one gauge is simpler)
+STATE_VALUES: Final = {
+    AlertState.INACTIVE: 0.0,
+    AlertState.RESOLVED: 0.0,
+    AlertState.PENDING: 1.0,
+    AlertState.FIRING: 2.0,
+}
+
+
+class AlertEngine:
+    def __init__(
+        self,
+        setup: AlertingSetup,
+        data: AlertData,
+        *,
+        sender: Sender | None = None,
+        history: AlertHistory | None = None,
+        clock: Callable[[], float] = time.time,
+        external_url: str = "http://127.0.0.1:4318",
+        backoff: Backoff | None = None,
+        rules: Sequence[Rule] | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.setup = setup
+        self.data = data
+        self.clock = clock
+        self.history: AlertHistory = history if history is not None else MemoryHistory()
+        self.rules = list(rules) if rules is not None else build_rules(setup.alerting)
+        self.evaluator = Evaluator(self.rules)
+        self._log = logger or log
+        sender = sender if sender is not None else HttpSender()
+        generators = {r.name: r.generator_path for r in self.rules}
+        am_url = setup.alerting.alertmanager_url
+        self.pipeline = NotificationPipeline(
+            setup,
+            sender,
+            record=self.history.record_delivery,
+            external_url=external_url,
+            backoff=backoff,
+            paging=am_url is None,  # with a real Alertmanager, it pages; we keep P2's action
+            generator_paths=generators,
+            logger=self._log,
+        )
+        self.pusher = (
+            AlertmanagerPusher(
+                am_url,
+                sender,
+                interval_s=setup.alerting.interval_s,
+                external_url=external_url,
+                generator_paths=generators,
+                record=self.history.record_delivery,
+            )
+            if am_url
+            else None
+        )
+        self.last_tick: float | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def interval_s(self) -> float:
+        return self.setup.alerting.interval_s
+
+    def tick(self, now: float | None = None) -> list[Transition]:
+        """Evaluate every rule at ``now``, record the transitions, send what is owed."""
+        with self._lock:
+            now = self.clock() if now is None else now
+            transitions = self.evaluator.evaluate(now, self.data)
+            for t in transitions:
+                self.history.record_transition(t)
+                self._log.info(
+                    "alert %s %s: %s → %s", t.alertname, t.labels, t.from_state.value, t.to_state.value
+                )
+            alerts = self.evaluator.alerts()
+            if self.pusher is not None:
+                self.pusher.push(now, alerts)
+            self.pipeline.process(now, alerts)
+            self.last_tick = now
+            return transitions
+
+    def flush(self, now: float | None = None) -> list[DeliveryAttempt]:
+        """Attempt due retries without evaluating."""
+        with self._lock:
+            return self.pipeline.flush(self.clock() if now is None else now)
+
+    def next_wakeup(self) -> float | None:
+        """When the loop should call again: the next evaluation or the next due retry."""
+        candidates = [self.pipeline.queue.next_due()]
+        if self.last_tick is not None:
+            candidates.append(self.last_tick + self.interval_s)
+        return min((c for c in candidates if c is not None), default=None)
+
+    def acknowledge(self, fingerprint: str, by: str, now: float | None = None) -> Alert | None:
+        """Ack a firing alert (stops repeats and escalation); None if no such firing alert."""
+        with self._lock:
+            alert = self.evaluator.find(fingerprint)
+            if alert is None or alert.state is not AlertState.FIRING:
+                return None
+            self.pipeline.acknowledge(alert, by)
+            now = self.clock() if now is None else now
+            self.history.record_ack(Acknowledgement(fingerprint, by, now, alert.fired_at))
+            return alert
+
+    def alerts(self, state: str | None = None) -> dict[str, Any]:
+        """The ``GET /api/alerts`` body (§9); ``state`` is pending, firing or resolved."""
+        wanted = None
+        if state:
+            if state not in ("pending", "firing", "resolved"):
+                raise ValueError(f"state: expected pending, firing or resolved, got {state!r}")
+            wanted = AlertState(state)
+        with self._lock:
+            found = self.evaluator.alerts(wanted)
+            return {"alerts": [a.to_dict(self.pipeline.acknowledged_by(a)) for a in found]}
+
+    def state_gauges(self) -> list[tuple[dict[str, str], float]]:
+        """``reach_alert_state{alertname,severity,agent}`` samples: 1 pending, 2 firing, 0 resolved."""
+        with self._lock:
+            alerts = self.evaluator.alerts()
+        return [
+            (
+                {"alertname": a.alertname, "severity": a.severity, "agent": a.labels.get("agent", "")},
+                STATE_VALUES[a.state],
+            )
+            for a in alerts
+        ]
+
+    def oncall(self, now: float | None = None) -> dict[str, Any]:
+        return oncall_report(self.setup.schedules, self.clock() if now is None else now)
+
+    def agents(self, now: float | None = None) -> dict[str, Any]:
+        return agent_statuses(
+            self.data, self.clock() if now is None else now, self.setup.alerting.heartbeat.after_s
+        )
+
+    def replay(
+        self, since: float, until: float, step: float | None = None, data: AlertData | None = None
+    ) -> ReplayResult:
+        """Pure replay with this engine's rules (fresh state; touches nothing of the live engine)."""
+        return replay(self.rules, data or self.data, since, until, step or self.interval_s)
+
+
+def build_engine(
+    settings: Settings,
+    data: AlertData,
+    *,
+    history: AlertHistory | None = None,
+    sender: Sender | None = None,
+    clock: Callable[[], float] = time.time,
+    external_url: str | None = None,
+) -> AlertEngine:
+    """The engine for a collector's settings (raises ConfigError naming the file and key)."""
+    setup = from_settings(settings)
+    for warning in setup.warnings:
+        log.warning("%s: %s", settings.source, warning)
+    url = external_url or f"http://{settings.host}:{settings.port}"
+    return AlertEngine(setup, data, sender=sender, history=history, clock=clock, external_url=url)

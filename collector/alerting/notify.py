@@ -1,0 +1,237 @@
+"""The notification pipeline: route → inhibit → dedup/repeat/escalate → retry → record.
+
+It reconciles, like Alertmanager's dispatcher: each ``process(now, alerts)`` looks at the firing
+and recently resolved alerts and sends only what is owed — one message on firing, one on resolve
+(to everyone paged), a P0 repeat every ``repeat`` and the next escalation step after
+``escalate_after`` until acknowledged. A P1 is muted while a P0 fires for the same agent (muted
+alerts are re-examined each time, so a P1 still firing when the P0 resolves is then sent). P2's
+action is a structured log line plus ``POST {registry}/deregister``; it pages nobody.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from reach_collector.alerting.config import AlertingSetup, Route, Targets
+from reach_collector.alerting.delivery import Backoff, Delivery, DeliveryAttempt, Record, RetryQueue
+from reach_collector.alerting.rotation import on_call
+from reach_collector.alerting.state import Alert, AlertState
+from reach_collector.alerting.webhook import Sender, generator_url, webhook_payload
+
+__all__ = ["INHIBIT_RULES", "NotificationPipeline", "inhibited"]
+
+log = logging.getLogger("reach_collector.alerting")
+
+# (source severity, target severity, labels that must be equal): Alertmanager inhibit_rules.
+INHIBIT_RULES: Final = (("P0", "P1", ("agent",)),)
+
+
+def inhibited(alerts: Sequence[Alert]) -> set[str]:
+    """Fingerprints muted by a *firing* source alert under ``INHIBIT_RULES``."""
+    muted: set[str] = set()
+    for source_sev, target_sev, equal in INHIBIT_RULES:
+        sources = {
+            tuple(a.labels.get(k, "") for k in equal)
+            for a in alerts
+            if a.severity == source_sev and a.state is AlertState.FIRING
+        }
+        for a in alerts:
+            if a.severity == target_sev and tuple(a.labels.get(k, "") for k in equal) in sources:
+                muted.add(a.fingerprint)
+    return muted
+
+
+@dataclass
+class _Episode:
+    """What has been sent for one firing episode of one alert (keyed by fingerprint + fired_at)."""
+
+    fired_at: float | None
+    sent_firing: bool = False
+    sent_resolved: bool = False
+    step: int = 0
+    step_at: float = 0.0
+    last_sent: float = 0.0
+    acked_by: str | None = None
+    paged: dict[str, str] = field(default_factory=dict)  # user → via, for the resolve message
+    actioned: bool = False
+    action_resolved: bool = False
+    muted_noted: bool = False
+
+
+class NotificationPipeline:
+    """Turns alert snapshots into deliveries. ``paging=False`` keeps only P2's action (used when a
+    real Alertmanager does the paging)."""
+
+    def __init__(
+        self,
+        setup: AlertingSetup,
+        sender: Sender,
+        *,
+        record: Record | None = None,
+        external_url: str = "http://127.0.0.1:4318",
+        backoff: Backoff | None = None,
+        paging: bool = True,
+        generator_paths: dict[str, str] | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.setup = setup
+        self.queue = RetryQueue(sender, record or (lambda attempt: None), backoff)
+        self.external_url = external_url.rstrip("/")
+        self.paging = paging
+        self._generators = generator_paths or {}
+        self._log = logger or log
+        self._episodes: dict[str, _Episode] = {}
+
+    # -- public ----------------------------------------------------------------------------------
+
+    def process(self, now: float, alerts: Sequence[Alert]) -> list[DeliveryAttempt]:
+        """Plan what is owed for these alerts, then attempt every due delivery."""
+        live = [a for a in alerts if a.state in (AlertState.FIRING, AlertState.RESOLVED)]
+        muted = inhibited(alerts)
+        for alert in live:
+            episode = self._episode(alert)
+            route = self.setup.routing.get(alert.severity)
+            if route is None:
+                continue
+            if route.action == "deregister":
+                self._action(alert, episode, now)
+            if not (route.page and self.paging):
+                continue
+            if alert.fingerprint in muted:
+                if not episode.muted_noted:
+                    episode.muted_noted = True
+                    self._log.info("alert %s %s inhibited by a firing P0", alert.alertname, alert.labels)
+                continue
+            self._page(alert, route, episode, now)
+        keep = {a.fingerprint for a in live}
+        self._episodes = {fp: e for fp, e in self._episodes.items() if fp in keep}
+        return self.queue.flush(now)
+
+    def flush(self, now: float) -> list[DeliveryAttempt]:
+        """Attempt the deliveries whose retry time has come (between evaluations)."""
+        return self.queue.flush(now)
+
+    def acknowledge(self, alert: Alert, by: str) -> None:
+        """Stop repeats and escalation of this firing episode."""
+        self._episode(alert).acked_by = by
+
+    def acknowledged_by(self, alert: Alert) -> str | None:
+        episode = self._episodes.get(alert.fingerprint)
+        return episode.acked_by if episode and episode.fired_at == alert.fired_at else None
+
+    # -- stages ----------------------------------------------------------------------------------
+
+    def _episode(self, alert: Alert) -> _Episode:
+        episode = self._episodes.get(alert.fingerprint)
+        if episode is None or episode.fired_at != alert.fired_at:
+            episode = self._episodes[alert.fingerprint] = _Episode(alert.fired_at)
+        return episode
+
+    def _page(self, alert: Alert, route: Route, ep: _Episode, now: float) -> None:
+        policy = self.setup.escalation_policies.get(route.escalation_policy or "")
+        if alert.state is AlertState.RESOLVED:
+            if ep.sent_firing and not ep.sent_resolved:
+                ep.sent_resolved = True
+                for user, via in ep.paged.items():
+                    self._send(alert, user, via, "resolved", ep.step, now)
+            return
+        if not ep.sent_firing:
+            ep.sent_firing, ep.step_at, ep.last_sent = True, now, now
+            self._notify(alert, self._targets(route, 0), "firing", ep, now)
+            return
+        if ep.acked_by is not None:
+            return
+        if policy is not None and ep.step + 1 < len(policy.steps):
+            after = policy.steps[ep.step].escalate_after_s
+            if after is not None and now - ep.step_at >= after:
+                ep.step += 1
+                ep.step_at, ep.last_sent = now, now
+                self._notify(alert, self._targets(route, ep.step), "escalation", ep, now)
+                return
+        repeat = self.setup.alerting.repeat_s
+        if alert.severity == "P0" and repeat > 0 and now - ep.last_sent >= repeat:
+            ep.last_sent = now
+            self._notify(alert, self._targets(route, ep.step), "repeat", ep, now)
+
+    def _targets(self, route: Route, step: int) -> Targets | None:
+        policy = self.setup.escalation_policies.get(route.escalation_policy or "")
+        if policy is not None:
+            return policy.steps[min(step, len(policy.steps) - 1)].notify
+        return route.notify
+
+    def _notify(self, alert: Alert, targets: Targets | None, kind: str, ep: _Episode, now: float) -> None:
+        if targets is None:
+            return
+        people: dict[str, str] = {}
+        if targets.schedule is not None:
+            who = on_call(self.setup.schedules[targets.schedule], now)
+            if who is None:
+                self._undeliverable(alert, f"schedule:{targets.schedule}", kind, now, "nobody is on call")
+            else:
+                people[who] = f"schedule:{targets.schedule}"
+        for user in targets.users:
+            people.setdefault(user, "users")
+        for user, via in people.items():
+            ep.paged.setdefault(user, via)
+            self._send(alert, user, via, kind, ep.step, now)
+
+    def _send(self, alert: Alert, user: str, via: str, kind: str, step: int, now: float) -> None:
+        contact = self.setup.users.get(user)
+        if contact is None or contact.webhook is None:
+            self._undeliverable(alert, user, kind, now, f"user {user!r} has no webhook configured")
+            return
+        recipient = {"user": user, "via": via, "reason": kind, "step": step, "severity": alert.severity}
+        body = webhook_payload(
+            alert,
+            receiver=user,
+            external_url=self.external_url,
+            generator=self._generator(alert),
+            recipient=recipient,
+        )
+        self.queue.submit(self._delivery(alert, kind, contact.webhook, body, user, now), now)
+
+    def _action(self, alert: Alert, ep: _Episode, now: float) -> None:
+        registry = self.setup.alerting.registry
+        agent = alert.labels.get("agent", "")
+        firing = alert.state is AlertState.FIRING
+        if firing and not ep.actioned:
+            ep.actioned = True
+        elif not firing and ep.actioned and not ep.action_resolved:
+            ep.action_resolved = True
+        else:
+            return
+        line = {
+            "event": "alert.action",
+            "action": "deregister" if firing else "none (heartbeat resumed)",
+            "alertname": alert.alertname,
+            "severity": alert.severity,
+            "agent": agent,
+            "state": alert.state.value,
+            "fingerprint": alert.fingerprint,
+            "registry": registry,
+            "paged": False,
+            "summary": alert.annotations.get("summary", ""),
+        }
+        self._log.warning("%s", json.dumps(line, sort_keys=True))
+        if firing and registry:
+            body = {"agent_id": agent}
+            self.queue.submit(
+                self._delivery(alert, "deregister", f"{registry}/deregister", body, "registry", now), now
+            )
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _generator(self, alert: Alert) -> str:
+        return generator_url(self.external_url, self._generators.get(alert.alertname, "/api/alerts"))
+
+    def _delivery(
+        self, alert: Alert, kind: str, url: str, body: dict[str, object], who: str, now: float
+    ) -> Delivery:
+        return Delivery(kind, url, body, alert.fingerprint, alert.alertname, who, created_at=now)
+
+    def _undeliverable(self, alert: Alert, who: str, kind: str, now: float, error: str) -> None:
+        self.queue.undeliverable(self._delivery(alert, kind, "", {}, who, now), now, error)

@@ -1,0 +1,260 @@
+"""The alert rules: P0 success rate, P1 p99 latency, P2 heartbeat lost, and the optional SLO
+burn-rate rule. Each is a pure query ``samples(now, data)`` returning the agents that breach.
+
+A window with fewer than ``min_calls`` calls is *no data*: it yields no sample, so it never breaches
+(0/0 never pages) and, like an empty PromQL result, lets a firing alert resolve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from reach_collector.alerting.config import (
+    HEARTBEAT,
+    LATENCY,
+    SUCCESS_RATE,
+    AlertingConfig,
+    BurnRateRuleConfig,
+    BurnWindow,
+)
+from reach_collector.alerting.data import AgentWindowStats, AlertData
+from reach_collector.alerting.state import Sample, iso
+
+__all__ = [
+    "BurnRateRule",
+    "HeartbeatLostRule",
+    "LatencyRule",
+    "Rule",
+    "SuccessRateRule",
+    "agent_statuses",
+    "build_rules",
+]
+
+
+class Rule(Protocol):
+    """What the evaluator needs from a rule (Prometheus: name, labels, ``for``, the query)."""
+
+    name: str
+    severity: str
+    for_s: float
+    keep_firing_for_s: float
+    generator_path: str
+
+    def samples(self, now: float, data: AlertData) -> list[Sample]: ...
+
+
+def _labels(agent: str, service: str | None) -> dict[str, str]:
+    return {"agent": agent, "service": service or ""}
+
+
+def _fmt_window(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _enough(stats: AgentWindowStats, min_calls: int) -> bool:
+    return stats.calls >= max(min_calls, 1)
+
+
+@dataclass(frozen=True)
+class SuccessRateRule:
+    """P0: per agent, (calls − errors) / calls over the trailing window < ``below``."""
+
+    below: float = 0.5
+    window_s: float = 60.0
+    min_calls: int = 5
+    for_s: float = 300.0
+    keep_firing_for_s: float = 0.0
+    name: str = SUCCESS_RATE
+    severity: str = "P0"
+    generator_path: str = "/api/metrics/golden?window=1m&by=agent"
+
+    def samples(self, now: float, data: AlertData) -> list[Sample]:
+        out = []
+        for agent, stats in sorted(data.agent_stats(now, self.window_s).items()):
+            if not _enough(stats, self.min_calls):
+                continue
+            rate = (stats.calls - stats.errors) / stats.calls
+            if rate < self.below:
+                out.append(
+                    Sample(
+                        _labels(agent, stats.service),
+                        rate,
+                        {
+                            "summary": f"{agent}: success rate {rate:.1%} over {_fmt_window(self.window_s)} "
+                            f"(below {self.below:.0%})",
+                            "value": f"{rate:.4g}",
+                            "calls": str(stats.calls),
+                            "errors": str(stats.errors),
+                        },
+                    )
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class LatencyRule:
+    """P1: per agent, p99 over the trailing window > ``factor`` × the agent's threshold."""
+
+    factor: float = 1.5
+    window_s: float = 60.0
+    min_calls: int = 5
+    default_threshold_ms: float = 10000.0
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    for_s: float = 180.0
+    keep_firing_for_s: float = 0.0
+    name: str = LATENCY
+    severity: str = "P1"
+    generator_path: str = "/api/metrics/golden?window=1m&by=agent"
+
+    def samples(self, now: float, data: AlertData) -> list[Sample]:
+        out = []
+        for agent, stats in sorted(data.agent_stats(now, self.window_s).items()):
+            if not _enough(stats, self.min_calls) or stats.p99_ms is None:
+                continue
+            threshold = self.thresholds.get(agent, self.default_threshold_ms)
+            if stats.p99_ms > self.factor * threshold:
+                out.append(
+                    Sample(
+                        _labels(agent, stats.service),
+                        stats.p99_ms,
+                        {
+                            "summary": f"{agent}: p99 {stats.p99_ms:.0f} ms over "
+                            f"{_fmt_window(self.window_s)} (above {self.factor:g} × {threshold:g} ms)",
+                            "value": f"{stats.p99_ms:.4g}",
+                            "threshold_ms": f"{threshold:g}",
+                            "calls": str(stats.calls),
+                        },
+                    )
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class HeartbeatLostRule:
+    """P2: ``now − last heartbeat > after``; heartbeats resuming resolves it."""
+
+    after_s: float = 60.0
+    for_s: float = 0.0
+    keep_firing_for_s: float = 0.0
+    name: str = HEARTBEAT
+    severity: str = "P2"
+    generator_path: str = "/api/agents"
+
+    def samples(self, now: float, data: AlertData) -> list[Sample]:
+        out = []
+        for agent, beat in sorted(data.heartbeats(now).items()):
+            age = now - beat.last_seen
+            if age > self.after_s:
+                out.append(
+                    Sample(
+                        _labels(agent, beat.service),
+                        age,
+                        {
+                            "summary": f"{agent}: no heartbeat for {age:.0f} s (limit {self.after_s:g} s)",
+                            "value": f"{age:.0f}",
+                        },
+                    )
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class BurnRateRule:
+    """Multi-window multi-burn-rate on a success-rate SLO (SRE Workbook table 5-8).
+
+    Breaches when, for any window pair, the error ratio over both the long and the short window
+    exceeds ``factor × (1 − objective)``; the short window makes it reset quickly once fixed.
+    """
+
+    name: str
+    objective: float = 0.99
+    windows: tuple[BurnWindow, ...] = ()
+    min_calls: int = 5
+    severity: str = "P1"
+    for_s: float = 0.0
+    keep_firing_for_s: float = 0.0
+    generator_path: str = "/api/metrics/golden?window=1h&by=agent"
+
+    def samples(self, now: float, data: AlertData) -> list[Sample]:
+        budget = 1.0 - self.objective
+        found: dict[str, tuple[float, BurnWindow, str | None]] = {}
+        for window in self.windows:
+            long = data.agent_stats(now, window.long_s)
+            short = data.agent_stats(now, window.short_s)
+            for agent, lstats in long.items():
+                sstats = short.get(agent)
+                if (
+                    sstats is None
+                    or not _enough(lstats, self.min_calls)
+                    or not _enough(sstats, self.min_calls)
+                ):
+                    continue
+                long_burn = lstats.errors / lstats.calls / budget
+                short_burn = sstats.errors / sstats.calls / budget
+                if long_burn > window.factor and short_burn > window.factor:
+                    best = found.get(agent)
+                    if best is None or long_burn > best[0]:
+                        found[agent] = (long_burn, window, lstats.service or sstats.service)
+        out = []
+        for agent, (burn, window, service) in sorted(found.items()):
+            pair = f"{_fmt_window(window.long_s)}/{_fmt_window(window.short_s)}"
+            out.append(
+                Sample(
+                    _labels(agent, service),
+                    burn,
+                    {
+                        "summary": f"{agent}: error budget burning {burn:.1f}× over {pair} "
+                        f"(limit {window.factor:g}×, objective {self.objective:.2%})",
+                        "value": f"{burn:.4g}",
+                        "windows": pair,
+                    },
+                )
+            )
+        return out
+
+
+def build_rules(config: AlertingConfig) -> list[Rule]:
+    """The enabled rules of a validated ``alerting`` section, in evaluation order."""
+    rules: list[Rule] = []
+    sr, lat, hb = config.success_rate, config.latency, config.heartbeat
+    if sr.enabled:
+        rules.append(SuccessRateRule(sr.below, sr.window_s, sr.min_calls, sr.for_s, sr.keep_firing_for_s))
+    if lat.enabled:
+        rules.append(
+            LatencyRule(
+                lat.factor,
+                lat.window_s,
+                lat.min_calls,
+                lat.default_threshold_ms,
+                dict(config.thresholds),
+                lat.for_s,
+                lat.keep_firing_for_s,
+            )
+        )
+    if hb.enabled:
+        rules.append(HeartbeatLostRule(hb.after_s, hb.for_s, hb.keep_firing_for_s))
+    rules.extend(_burn(c) for c in config.burn_rates if c.enabled)
+    return rules
+
+
+def _burn(c: BurnRateRuleConfig) -> BurnRateRule:
+    return BurnRateRule(c.name, c.objective, c.windows, c.min_calls, c.severity, c.for_s, c.keep_firing_for_s)
+
+
+def agent_statuses(data: AlertData, now: float, after_s: float = 60.0) -> dict[str, Any]:
+    """The ``GET /api/agents`` body (§9): live, or lost after ``after_s`` without a heartbeat."""
+    agents = [
+        {
+            "agent_id": agent,
+            "last_heartbeat": iso(beat.last_seen),
+            "status": "lost" if now - beat.last_seen > after_s else "live",
+            "service": beat.service,
+        }
+        for agent, beat in sorted(data.heartbeats(now).items())
+    ]
+    return {"agents": agents}

@@ -1,0 +1,135 @@
+"""Wire formats and the HTTP sender: Alertmanager webhook v4 bodies, Alertmanager API v2 alerts,
+and ``HttpSender`` which returns ``(retryable, error)`` like Alertmanager's notifiers.
+
+Retryable: 5xx answers, timeouts, connection errors. Never retried: 4xx (and any other non-2xx),
+malformed URLs — the receiver will not change its mind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from reach_collector.alerting.state import Alert, AlertState, iso
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "ZERO_TIME",
+    "HttpSender",
+    "SendOutcome",
+    "Sender",
+    "generator_url",
+    "v2_alert",
+    "webhook_payload",
+]
+
+ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's endsAt of an alert that has not ended
+
+
+class SendOutcome(NamedTuple):
+    """``(retryable, error)``; ``error is None`` means delivered."""
+
+    retryable: bool
+    error: str | None
+
+
+class Sender(Protocol):
+    """POST ``body`` (any JSON value) to ``url``; never raises."""
+
+    def __call__(self, url: str, body: Any) -> SendOutcome: ...
+
+
+class HttpSender:
+    """POSTs JSON with httpx; one shared client (connection reuse), bounded by ``timeout_s``.
+
+    httpx is imported here, not at module level, so the rest of alerting works without it.
+    """
+
+    def __init__(self, timeout_s: float = 5.0, client: httpx.Client | None = None) -> None:
+        import httpx
+
+        self._client = client or httpx.Client(
+            timeout=timeout_s, headers={"user-agent": "reach-otel-alerting"}
+        )
+        self._owns = client is None
+
+    def __call__(self, url: str, body: Any) -> SendOutcome:
+        import httpx
+
+        try:
+            response = self._client.post(url, json=body)
+        except httpx.TimeoutException as exc:
+            return SendOutcome(True, f"timeout: {type(exc).__name__}")
+        except httpx.TransportError as exc:  # refused, reset, DNS: the receiver may come back
+            return SendOutcome(True, f"connection error: {type(exc).__name__}: {exc}")
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+            return SendOutcome(False, f"bad URL {url!r}: {exc}")
+        if response.is_success:
+            return SendOutcome(False, None)
+        detail = f"HTTP {response.status_code}: {response.text[:200]}"
+        return SendOutcome(response.status_code >= 500, detail)
+
+    def close(self) -> None:
+        if self._owns:
+            self._client.close()
+
+
+def generator_url(external_url: str, path: str) -> str:
+    return external_url.rstrip("/") + path
+
+
+def _status(alert: Alert) -> str:
+    return "resolved" if alert.state is AlertState.RESOLVED else "firing"
+
+
+def _v4_alert(alert: Alert, generator: str) -> dict[str, Any]:
+    return {
+        "status": _status(alert),
+        "labels": dict(alert.labels),
+        "annotations": dict(alert.annotations),
+        "startsAt": iso(alert.fired_at if alert.fired_at is not None else alert.active_at),
+        "endsAt": iso(alert.resolved_at) if alert.state is AlertState.RESOLVED else ZERO_TIME,
+        "generatorURL": generator,
+        "fingerprint": alert.fingerprint,
+    }
+
+
+def webhook_payload(
+    alert: Alert,
+    *,
+    receiver: str,
+    external_url: str,
+    generator: str,
+    recipient: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Alertmanager webhook JSON version 4 for one alert (grouped by all its labels) + recipient."""
+    labels = dict(alert.labels)
+    group = ", ".join(f'{k}="{labels[k]}"' for k in sorted(labels))
+    return {
+        "version": "4",
+        "groupKey": f'{{}}/{{severity="{alert.severity}"}}:{{{group}}}',
+        "truncatedAlerts": 0,
+        "status": _status(alert),
+        "receiver": receiver,
+        "groupLabels": labels,
+        "commonLabels": labels,
+        "commonAnnotations": dict(alert.annotations),
+        "externalURL": external_url,
+        "alerts": [_v4_alert(alert, generator)],
+        "recipient": dict(recipient),
+    }
+
+
+def v2_alert(alert: Alert, *, now: float, valid_for_s: float, generator: str) -> dict[str, Any]:
+    """One element of Alertmanager's ``POST /api/v2/alerts`` body, as Prometheus sends it:
+    a firing alert ends ``valid_for_s`` from now unless re-sent; a resolved one at its resolution."""
+    ends = alert.resolved_at if alert.state is AlertState.RESOLVED else now + valid_for_s
+    return {
+        "labels": dict(alert.labels),
+        "annotations": dict(alert.annotations),
+        "startsAt": iso(alert.fired_at if alert.fired_at is not None else alert.active_at),
+        "endsAt": iso(ends),
+        "generatorURL": generator,
+    }

@@ -2,7 +2,8 @@
 collector serving a DuckDB file that holds 1 M and 10 M multi-agent spans.
 
 The stores are filled with DuckDB's Arrow insert (the ingest path is measured by bench/ingest.py),
-10-span traces in time order, plus the trace lookup table built by the writer's own upsert.
+10-span traces in time order, plus the trace lookup built with the writer's own statements
+(parts, then compaction).
 
     python bench/query.py [--sizes 1000000 10000000] [--lookups 500]
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from reach_collector.store.schema import ARROW_SCHEMA, DDL, TRACE_UPSERT
+from reach_collector.store.schema import ARROW_SCHEMA, COMPACT, DDL, PART_INSERT
 
 from reach_otel import semconv as sc
 
@@ -156,7 +157,9 @@ def build(db: Path, n_spans: int) -> tuple[list[str], float]:
         con.register("reach_batch", table)
         con.execute("BEGIN TRANSACTION")
         con.execute("INSERT INTO spans SELECT * FROM reach_batch")
-        con.execute(TRACE_UPSERT.format(batch="reach_batch"))
+        con.execute(PART_INSERT.format(batch="reach_batch"))
+        con.execute(COMPACT)  # what the writer does between commits
+        con.execute("DELETE FROM trace_parts")
         con.execute("COMMIT")
         con.unregister("reach_batch")
     con.execute("CHECKPOINT")

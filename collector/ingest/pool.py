@@ -15,21 +15,32 @@ from reach_collector.ingest.rows import SpanBatch, flatten
 _WARMUP: Final = b""
 
 
-def decode_to_ipc(body: bytes, media: str, encoding: str | None, max_bytes: int) -> tuple[bytes, int, str]:
-    """In a worker: body → (Arrow IPC stream of the rows, rejected count, message).
+Payload = tuple[bytes, bytes, int, str]
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def decode_to_ipc(body: bytes, media: str, encoding: str | None, max_bytes: int) -> Payload:
+    """In a worker: body → (span rows and trace parts as Arrow IPC streams, rejected, message).
 
     Raises the same ``BodyError`` subclasses as the inline path (they pickle by message)."""
     batch = flatten(parse(decompress(body, encoding, max_bytes), media))
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.table.schema) as writer:
-        writer.write_table(batch.table)
-    return sink.getvalue().to_pybytes(), batch.rejected, batch.message
+    return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.message
 
 
-def from_ipc(payload: tuple[bytes, int, str]) -> SpanBatch:
-    data, rejected, message = payload
-    table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-    return SpanBatch(table=table, rejected=rejected, message=message)
+def from_ipc(payload: Payload) -> SpanBatch:
+    spans, parts, rejected, message = payload
+    return SpanBatch(
+        table=pa.ipc.open_stream(pa.py_buffer(spans)).read_all(),
+        parts=pa.ipc.open_stream(pa.py_buffer(parts)).read_all(),
+        rejected=rejected,
+        message=message,
+    )
 
 
 def default_workers() -> int:

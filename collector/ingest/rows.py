@@ -16,7 +16,7 @@ from typing import Any, Final
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
-from reach_collector.store.schema import ARROW_SCHEMA, SPAN_NAMES
+from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA, SPAN_NAMES
 
 from reach_otel import semconv as sc
 
@@ -43,6 +43,7 @@ class SpanBatch:
     """The rows of one request, plus what partial success must report."""
 
     table: pa.Table
+    parts: pa.Table  # one lookup row per trace in this batch (see store.schema)
     rejected: int
     message: str
 
@@ -108,6 +109,7 @@ def _problem(span: Any) -> str | None:
 
 def flatten(request: ExportTraceServiceRequest) -> SpanBatch:
     rows: list[tuple[Any, ...]] = []
+    parts: dict[str, list[Any]] = {}
     rejected = 0
     reasons: list[str] = []
     for rs in request.resource_spans:
@@ -130,9 +132,48 @@ def flatten(request: ExportTraceServiceRequest) -> SpanBatch:
                     if problem not in reasons and len(reasons) < _MAX_REASONS:
                         reasons.append(problem)
                     continue
-                rows.append(_row(span, service, resource_json, scope_json))
+                row = _row(span, service, resource_json, scope_json)
+                rows.append(row)
+                _add_to_part(parts, row)
     message = f"rejected {rejected} span(s): " + "; ".join(reasons) if rejected else ""
-    return SpanBatch(table=_table(rows), rejected=rejected, message=message)
+    return SpanBatch(table=_table(rows), parts=_parts_table(parts), rejected=rejected, message=message)
+
+
+# Row positions used by the per-trace aggregation (must follow store.schema.SPAN_COLUMNS).
+_TID, _PARENT, _NAME, _START, _END, _STATUS, _SERVICE, _OP, _AGENT = 0, 2, 3, 5, 6, 8, 10, 11, 12
+
+
+def _add_to_part(parts: dict[str, list[Any]], row: tuple[Any, ...]) -> None:
+    """Fold one span into its trace's lookup row; computed here, in the decoding worker, so the
+    writer only appends (no aggregate query on the commit path)."""
+    start, end, name = row[_START], row[_END], row[_NAME]
+    part = parts.get(row[_TID])
+    if part is None:
+        # first_start, last_end, root_name, root_start, first_name, spans, errors, agents, services, hops
+        part = parts[row[_TID]] = [start, end, None, None, name, 0, 0, set(), set(), 0]
+    elif start < part[0]:
+        part[0], part[4] = start, name
+    if end > part[1]:
+        part[1] = end
+    if row[_PARENT] is None and (part[3] is None or start < part[3]):
+        part[2], part[3] = name, start
+    part[5] += 1
+    if row[_STATUS] == 2:
+        part[6] += 1
+    op = row[_OP]
+    if op == sc.OP_AGENT and row[_AGENT]:
+        part[7].add(row[_AGENT])
+    elif op == sc.OP_HANDOFF:
+        part[9] += 1
+    if row[_SERVICE] is not None:
+        part[8].add(row[_SERVICE])
+
+
+def _parts_table(parts: dict[str, list[Any]]) -> pa.Table:
+    rows = [(tid, *p[:7], sorted(p[7]), sorted(p[8]), p[9]) for tid, p in parts.items()]
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(PARTS_ARROW_SCHEMA)
+    arrays = [pa.array(col, type=field.type) for col, field in zip(columns, PARTS_ARROW_SCHEMA, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=PARTS_ARROW_SCHEMA)
 
 
 def _table(rows: list[tuple[Any, ...]]) -> pa.Table:

@@ -93,4 +93,4 @@ class IngestService:
         """Queue the accepted rows (None when there are none); may raise QueueFull/WriterClosed."""
         if batch.accepted == 0:
             return None
-        return self.writer.submit(batch.table)
+        return self.writer.submit(batch.table, batch.parts)

@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 class SpanSink(Protocol):
     """What the writer needs from a store."""
 
-    def write(self, table: pa.Table) -> None: ...
+    def write(self, table: pa.Table, parts: pa.Table) -> None: ...
 
-    def maybe_checkpoint(self) -> bool: ...
+    def maintain(self, idle: bool) -> None: ...
 
 
 class QueueFull(Exception):
@@ -53,6 +53,7 @@ class WriterStats:
 @dataclass
 class _Item:
     table: pa.Table | None
+    parts: pa.Table | None
     task: Callable[[Any], Any] | None
     future: Future[Any]
 
@@ -80,7 +81,7 @@ class Writer:
     def pending_spans(self) -> int:
         return self._pending
 
-    def submit(self, table: pa.Table) -> Future[None]:
+    def submit(self, table: pa.Table, parts: pa.Table) -> Future[None]:
         """Queue rows; the future resolves once they are committed (or fails with the error)."""
         future: Future[None] = Future()
         rows = table.num_rows
@@ -92,7 +93,7 @@ class Writer:
                 self.stats.queue_full += 1
                 raise QueueFull(retry_after=1)
             self._pending += rows
-            self._queue.append(_Item(table, None, future))
+            self._queue.append(_Item(table, parts, None, future))
             self._cond.notify()
         return future
 
@@ -102,7 +103,7 @@ class Writer:
         with self._cond:
             if self._closed:
                 raise WriterClosed("the collector is shutting down")
-            self._queue.append(_Item(None, task, future))
+            self._queue.append(_Item(None, None, task, future))
             self._cond.notify()
         return future
 
@@ -141,11 +142,10 @@ class Writer:
                 self._run_task(items[0])
             else:
                 self._commit(items)
-            if not self._queue:
-                try:
-                    self._store.maybe_checkpoint()
-                except Exception:  # a failed checkpoint is retried later; data is in the WAL
-                    log.exception("checkpoint failed")
+            try:
+                self._store.maintain(idle=not self._queue)
+            except Exception:  # maintenance is retried later; committed data is safe in the WAL
+                log.exception("store maintenance failed")
 
     def _run_task(self, item: _Item) -> None:
         assert item.task is not None
@@ -156,10 +156,14 @@ class Writer:
 
     def _commit(self, items: list[_Item]) -> None:
         tables = [i.table for i in items if i.table is not None]
+        parts = [i.parts for i in items if i.parts is not None]
         rows = sum(t.num_rows for t in tables)
         started = time.perf_counter()
         try:
-            self._store.write(tables[0] if len(tables) == 1 else pa.concat_tables(tables))
+            if len(tables) == 1:
+                self._store.write(tables[0], parts[0])
+            else:
+                self._store.write(pa.concat_tables(tables), pa.concat_tables(parts))
         except Exception as exc:
             self.stats.commits_failed += 1
             if len(items) > 1:

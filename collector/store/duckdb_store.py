@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,19 +17,9 @@ from typing import Any, Final
 
 import duckdb
 import pyarrow as pa
-from reach_collector.store.schema import DDL, SPAN_NAMES, TRACE_UPSERT
+from reach_collector.store.schema import COMPACT, DDL, MERGED, SPAN_NAMES, TRACE_COLUMNS
 
 MEMORY: Final = ":memory:"
-_TRACE_COLUMNS: Final = (
-    "trace_id",
-    "root_name",
-    "first_start_ns",
-    "last_end_ns",
-    "span_count",
-    "error_count",
-    "agents",
-    "hops",
-)
 
 
 @dataclass(frozen=True)
@@ -48,7 +39,13 @@ class TraceFilter:
 class DuckDBStore:
     """Spans and the trace lookup table in one DuckDB database (a file, or ``:memory:``)."""
 
-    def __init__(self, path: str | os.PathLike[str] = MEMORY, *, checkpoint_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = MEMORY,
+        *,
+        checkpoint_bytes: int = 64 << 20,
+        compact_rows: int = 50_000,
+    ) -> None:
         self.path = str(path)
         if self.path != MEMORY:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -58,30 +55,61 @@ class DuckDBStore:
         for statement in DDL:
             self._con.execute(statement)
         self._checkpoint_bytes = checkpoint_bytes
+        self._compact_rows = compact_rows
+        # fetchall, never fetchone: DuckDB keeps a half-read result open and refuses the next statement.
+        self._parts_rows = int(self._con.execute("SELECT count(*) FROM trace_parts").fetchall()[0][0])
+        self._last_compaction = time.monotonic()
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursors_lock = threading.Lock()
         self._closed = False
 
     # --- writing (the writer thread only) -------------------------------------------------------
-    def write(self, table: pa.Table) -> None:
-        """Insert one Arrow batch of span rows and update the lookup table, in one transaction."""
+    def write(self, table: pa.Table, parts: pa.Table) -> None:
+        """Append span rows and their trace parts (store.schema) in one transaction."""
         con = self._con
         con.register("reach_batch", table)
+        con.register("reach_parts", parts)
         try:
             con.execute("BEGIN TRANSACTION")
             try:
                 con.execute("INSERT INTO spans SELECT * FROM reach_batch")
-                con.execute(TRACE_UPSERT.format(batch="reach_batch"))
+                con.execute("INSERT INTO trace_parts SELECT * FROM reach_parts")
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
         finally:
             con.unregister("reach_batch")
+            con.unregister("reach_parts")
+        self._parts_rows += parts.num_rows
+
+    def maintain(self, idle: bool) -> None:
+        """Between commits (writer thread): fold trace parts into `traces` when there are many, or
+        when ingest is idle; then checkpoint if the WAL is large."""
+        due = self._parts_rows >= self._compact_rows or (
+            idle and self._parts_rows > 0 and time.monotonic() - self._last_compaction >= 1.0
+        )
+        if due:
+            self.compact()
+        if idle:
+            self.maybe_checkpoint()
+
+    def compact(self) -> None:
+        con = self._con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(COMPACT)
+            con.execute("DELETE FROM trace_parts")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        self._parts_rows = 0
+        self._last_compaction = time.monotonic()
 
     def maybe_checkpoint(self) -> bool:
-        """Checkpoint when the WAL has grown past the threshold; called by the writer when idle."""
+        """Checkpoint when the WAL has grown past the threshold."""
         if self.path == MEMORY:
             return False
         try:
@@ -98,13 +126,14 @@ class DuckDBStore:
         con = self._con
         con.execute("BEGIN TRANSACTION")
         try:
-            row = con.execute("DELETE FROM spans WHERE end_ns < ?", [cutoff_ns]).fetchone()
+            deleted = con.execute("DELETE FROM spans WHERE end_ns < ?", [cutoff_ns]).fetchall()
             con.execute("DELETE FROM traces WHERE last_end_ns < ?", [cutoff_ns])
+            con.execute("DELETE FROM trace_parts WHERE last_end_ns < ?", [cutoff_ns])
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
-        return int(row[0]) if row else 0
+        return int(deleted[0][0]) if deleted else 0
 
     # --- reading (any thread) -------------------------------------------------------------------
     def _cursor(self) -> duckdb.DuckDBPyConnection:
@@ -117,15 +146,18 @@ class DuckDBStore:
         return cur
 
     def ping(self) -> bool:
-        return not self._closed and self._cursor().execute("SELECT 1").fetchone() == (1,)
+        return not self._closed and self._cursor().execute("SELECT 1").fetchall() == [(1,)]
 
     def trace_spans(self, trace_id: str) -> list[dict[str, Any]] | None:
         """Every stored row of one trace, ordered by start time; None when the trace is unknown."""
         cur = self._cursor()
         bounds = cur.execute(
-            "SELECT first_start_ns, last_end_ns FROM traces WHERE trace_id = ?", [trace_id]
-        ).fetchone()
-        if bounds is None:
+            "SELECT min(f), max(l) FROM ("
+            " SELECT first_start_ns AS f, last_end_ns AS l FROM traces WHERE trace_id = ?"
+            " UNION ALL SELECT first_start_ns, last_end_ns FROM trace_parts WHERE trace_id = ?)",
+            [trace_id, trace_id],
+        ).fetchall()[0]
+        if bounds[0] is None:
             return None
         # The time bounds let DuckDB skip every row group outside the trace (zone maps).
         cur.execute(
@@ -136,47 +168,71 @@ class DuckDBStore:
         return [dict(zip(SPAN_NAMES, row, strict=True)) for row in cur.fetchall()]
 
     def search(self, f: TraceFilter) -> list[dict[str, Any]]:
-        where: list[str] = []
-        params: list[Any] = []
+        """Newest traces matching every filter. Candidates are the newest matching `traces` rows
+        plus every trace with un-compacted parts; the filters are re-checked on the merged rows."""
+        row_where: list[str] = []
+        row_params: list[Any] = []
+        having: list[str] = []
+        having_params: list[Any] = []
+
+        def both(row_sql: str, merged_sql: str, *values: Any) -> None:
+            row_where.append(row_sql)
+            row_params.extend(values)
+            having.append(merged_sql)
+            having_params.extend(values)
+
         if f.service is not None:
-            where.append("list_contains(services, ?)")
-            params.append(f.service)
+            both(
+                "list_contains(services, ?)",
+                "list_contains(list_distinct(flatten(list(services))), ?)",
+                f.service,
+            )
         if f.agent is not None:
-            where.append("list_contains(agents, ?)")
-            params.append(f.agent)
+            both(
+                "list_contains(agents, ?)", "list_contains(list_distinct(flatten(list(agents))), ?)", f.agent
+            )
         if f.errors_only:
-            where.append("error_count > 0")
+            both("error_count > 0", "sum(error_count) > 0")
         if f.since_ns is not None:
-            where.append("first_start_ns >= ?")
-            params.append(f.since_ns)
+            both("first_start_ns >= ?", "min(first_start_ns) >= ?", f.since_ns)
         if f.until_ns is not None:
-            where.append("first_start_ns <= ?")
-            params.append(f.until_ns)
+            both("first_start_ns <= ?", "min(first_start_ns) <= ?", f.until_ns)
         if f.min_duration_ms is not None:
-            where.append("(last_end_ns - first_start_ns) >= ?")
-            params.append(int(f.min_duration_ms * 1e6))
+            both(
+                "(last_end_ns - first_start_ns) >= ?",
+                "(max(last_end_ns) - min(first_start_ns)) >= ?",
+                int(f.min_duration_ms * 1e6),
+            )
         for key, value in f.attributes:
             span_where = ["json_extract_string(attributes, ?) = ?"]
             span_params: list[Any] = [_json_path(key), value]
             if f.since_ns is not None:
                 span_where.append("start_ns >= ?")
                 span_params.append(f.since_ns)
-            where.append(f"trace_id IN (SELECT trace_id FROM spans WHERE {' AND '.join(span_where)})")
-            params.extend(span_params)
+            sub = f"trace_id IN (SELECT trace_id FROM spans WHERE {' AND '.join(span_where)})"
+            both(sub, sub, *span_params)
+        row_filter = (" WHERE " + " AND ".join(row_where)) if row_where else ""
+        having_sql = (" HAVING " + " AND ".join(having)) if having else ""
         sql = (
-            "SELECT trace_id, coalesce(root_name, first_name), first_start_ns, last_end_ns, "
-            "span_count, error_count, agents, hops FROM traces"
+            f"WITH top AS (SELECT trace_id FROM traces{row_filter} "
+            "ORDER BY first_start_ns DESC, trace_id LIMIT ?), "
+            "cand AS (SELECT trace_id FROM top UNION SELECT trace_id FROM trace_parts), "
+            "merged AS (SELECT * FROM traces SEMI JOIN cand USING (trace_id) "
+            "UNION ALL SELECT * FROM trace_parts) "
+            f"SELECT {MERGED} FROM merged GROUP BY trace_id{having_sql} "
+            "ORDER BY first_start_ns DESC, trace_id LIMIT ?"
         )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY first_start_ns DESC, trace_id LIMIT ?"
-        params.append(f.limit)
+        params = [*row_params, f.limit, *having_params, f.limit]
         rows = self._cursor().execute(sql, params).fetchall()
-        return [dict(zip(_TRACE_COLUMNS, row, strict=True)) for row in rows]
+        out = []
+        for row in rows:
+            d = dict(zip(TRACE_COLUMNS, row, strict=True))
+            d["root_name"] = d["root_name"] if d["root_name"] is not None else d["first_name"]
+            out.append(d)
+        return out
 
     def count_spans(self) -> int:
-        row = self._cursor().execute("SELECT count(*) FROM spans").fetchone()
-        return int(row[0]) if row else 0
+        return int(self._cursor().execute("SELECT count(*) FROM spans").fetchall()[0][0])
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Read-only helper for other collector modules (metrics); callers bind every value."""
@@ -193,6 +249,8 @@ class DuckDBStore:
             self._cursors.clear()
         if self.path != MEMORY:
             with contextlib.suppress(duckdb.Error):
+                if self._parts_rows:
+                    self.compact()
                 self._con.execute("CHECKPOINT")
         self._con.close()
 

@@ -53,11 +53,10 @@ ARROW_SCHEMA: Final = pa.schema([(name, arrow) for name, _, arrow in SPAN_COLUMN
 
 _span_cols = ",\n    ".join(f"{name} {sql}" for name, sql, _ in SPAN_COLUMNS)
 
-DDL: Final = (
-    f"CREATE TABLE IF NOT EXISTS spans (\n    {_span_cols}\n)",
-    """CREATE TABLE IF NOT EXISTS traces (
-    trace_id VARCHAR PRIMARY KEY,
-    first_start_ns BIGINT,
+# The lookup row of a trace. Ingest appends one *part* per (batch, trace) to trace_parts — a plain
+# insert, cheap enough for every commit; the writer folds parts into `traces` (an upsert on the
+# primary key) in large batches between commits. Queries merge the two, so both are always right.
+_TRACE_COLS = """first_start_ns BIGINT,
     last_end_ns BIGINT,
     root_name VARCHAR,
     root_start_ns BIGINT,
@@ -66,14 +65,48 @@ DDL: Final = (
     error_count BIGINT,
     agents VARCHAR[],
     services VARCHAR[],
-    hops BIGINT
-)""",
+    hops BIGINT"""
+TRACE_COLUMNS: Final = (
+    "trace_id",
+    "first_start_ns",
+    "last_end_ns",
+    "root_name",
+    "root_start_ns",
+    "first_name",
+    "span_count",
+    "error_count",
+    "agents",
+    "services",
+    "hops",
+)
+
+PARTS_ARROW_SCHEMA: Final = pa.schema(
+    [
+        ("trace_id", pa.string()),
+        ("first_start_ns", pa.int64()),
+        ("last_end_ns", pa.int64()),
+        ("root_name", pa.string()),
+        ("root_start_ns", pa.int64()),
+        ("first_name", pa.string()),
+        ("span_count", pa.int64()),
+        ("error_count", pa.int64()),
+        ("agents", pa.list_(pa.string())),
+        ("services", pa.list_(pa.string())),
+        ("hops", pa.int64()),
+    ]
+)
+
+DDL: Final = (
+    f"CREATE TABLE IF NOT EXISTS spans (\n    {_span_cols}\n)",
+    f"CREATE TABLE IF NOT EXISTS traces (\n    trace_id VARCHAR PRIMARY KEY,\n    {_TRACE_COLS}\n)",
+    f"CREATE TABLE IF NOT EXISTS trace_parts (\n    trace_id VARCHAR,\n    {_TRACE_COLS}\n)",
     "CREATE TABLE IF NOT EXISTS reach_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
 )
 
-# Upsert one batch's per-trace aggregates into the lookup table (same transaction as the spans).
-TRACE_UPSERT: Final = """
-INSERT INTO traces
+# Per-trace aggregates of a span table, in SQL (the decoder computes the same rows while it
+# flattens; this form rebuilds parts from stored spans, e.g. for benchmarks and repairs).
+PART_INSERT: Final = """
+INSERT INTO trace_parts
 SELECT trace_id,
        min(start_ns),
        max(end_ns),
@@ -88,6 +121,25 @@ SELECT trace_id,
        count(*) FILTER (WHERE operation = 'handoff')
 FROM {batch}
 GROUP BY trace_id
+"""
+
+# Merging lookup rows (parts, or a traces row with parts) of the same trace.
+MERGED: Final = """trace_id,
+       min(first_start_ns) AS first_start_ns,
+       max(last_end_ns) AS last_end_ns,
+       arg_min(root_name, root_start_ns) AS root_name,
+       min(root_start_ns) AS root_start_ns,
+       arg_min(first_name, first_start_ns) AS first_name,
+       sum(span_count)::BIGINT AS span_count,
+       sum(error_count)::BIGINT AS error_count,
+       list_distinct(flatten(list(agents))) AS agents,
+       list_distinct(flatten(list(services))) AS services,
+       sum(hops)::BIGINT AS hops"""
+
+# Fold every part into `traces` (run by the writer between commits, inside one transaction).
+COMPACT: Final = f"""
+INSERT INTO traces
+SELECT {MERGED} FROM trace_parts GROUP BY trace_id
 ON CONFLICT (trace_id) DO UPDATE SET
     first_name = CASE WHEN EXCLUDED.first_start_ns < traces.first_start_ns
                       THEN EXCLUDED.first_name ELSE traces.first_name END,

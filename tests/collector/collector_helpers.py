@@ -176,13 +176,13 @@ class BlockingStore:
         self.gate = threading.Event()
         self.entered = threading.Event()
 
-    def write(self, table: pa.Table) -> None:
+    def write(self, table: pa.Table, parts: pa.Table) -> None:
         self.entered.set()
         self.gate.wait(10)
-        self.inner.write(table)
+        self.inner.write(table, parts)
 
-    def maybe_checkpoint(self) -> bool:
-        return False
+    def maintain(self, idle: bool) -> None:
+        pass
 
 
 RICH_ATTRIBUTES: dict[str, Any] = {

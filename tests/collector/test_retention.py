@@ -27,7 +27,8 @@ def test_retention_removes_old_spans_and_traces(tmp_path: Path) -> None:
     store = DuckDBStore(tmp_path / "r.duckdb")
     writer = Writer(store)
     for trace, age_days in ((1, 10), (2, 8), (3, 1), (4, 0)):
-        writer.submit(flatten(_request(trace, now_ns - age_days * DAY_NS)).table).result(10)
+        batch = flatten(_request(trace, now_ns - age_days * DAY_NS))
+        writer.submit(batch.table, batch.parts).result(10)
     job = RetentionJob(writer, retention_s=7 * 86400, clock=lambda: now_s)
     assert job.run_once() == 2
     assert store.count_spans() == 2

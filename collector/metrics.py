@@ -1,0 +1,372 @@
+"""Golden and multi-agent metrics over the stored spans: pure queries, ``now`` always an argument.
+
+Every aggregate runs in DuckDB (``quantile_cont`` = numpy's linear interpolation), filtered first
+on ``end_ns`` so the time-ordered span table prunes row groups; only per-group rows reach Python.
+A span counts in the window ``(now − window, now]`` by its end time (SPEC §9, §11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from reach_collector.store.base import TraceStore
+from reach_collector.views import iso
+
+from reach_otel import semconv as sc
+
+__all__ = [
+    "BY_VALUES",
+    "SERIES_METRICS",
+    "agent_window_stats",
+    "agents",
+    "golden",
+    "last_heartbeats",
+    "timeseries",
+]
+
+_NS: Final = 1_000_000_000
+_ERROR: Final = 2  # OTLP STATUS_CODE_ERROR
+_QUANTILES: Final = "[0.5, 0.95, 0.99]"
+MAX_POINTS: Final = 11_000  # per series, as Prometheus' query_range
+
+_LLM_IN: Final = "(" + ", ".join("?" * len(sc.LLM_OPERATIONS)) + ")"
+# by → (group column, the calls it counts, their parameters). Columns come from this table only.
+_GROUPINGS: Final[dict[str, tuple[str, str, tuple[str, ...]]]] = {
+    "agent": ("agent", "operation = ?", (sc.OP_AGENT,)),
+    "tool": ("tool", "operation = ?", (sc.OP_TOOL,)),
+    "model": ("model", f"operation IN {_LLM_IN}", tuple(sc.LLM_OPERATIONS)),
+    "operation": ("operation", "operation IS NOT NULL", ()),
+    "service": ("service", "operation = ?", (sc.OP_AGENT,)),
+}
+BY_VALUES: Final = tuple(_GROUPINGS)
+SERIES_METRICS: Final = ("calls", "ok", "errors", "success_rate", "throughput", "p50", "p95", "p99")
+
+# Handoff states (aa-handoff/v1) the rates are defined on (SPEC §11).
+_ACCEPTED: Final = ("accepted", "running", "committed", "failed")
+_UNKNOWN: Final = ("unknown", "expired")
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _window(now_ns: int, window_s: float) -> tuple[int, int]:
+    return now_ns - int(window_s * _NS), now_ns
+
+
+def _grouping(by: str) -> tuple[str, str, tuple[str, ...]]:
+    try:
+        return _GROUPINGS[by]
+    except KeyError:
+        raise ValueError(f"by must be one of {', '.join(BY_VALUES)}; got {by[:40]!r}") from None
+
+
+def _stats(calls: int, errors: int, qs: Sequence[float] | None, minutes: float) -> dict[str, Any]:
+    ok = calls - errors
+    p50, p95, p99 = qs if qs is not None else (None, None, None)
+    return {
+        "calls": calls,
+        "ok": ok,
+        "errors": errors,
+        "success_rate": _ratio(ok, calls),
+        "throughput_per_min": ok / minutes if minutes else None,
+        "p50_ms": p50,
+        "p95_ms": p95,
+        "p99_ms": p99,
+    }
+
+
+def golden(store: TraceStore, now_ns: int, window_s: float, by: str = "agent") -> dict[str, Any]:
+    """Calls, ok, errors, success rate, throughput (ok/min) and p50/p95/p99 per group (§4, §9).
+
+    ``total`` covers every call the groups count; an empty window has zero calls and null rates.
+    """
+    column, where, params = _grouping(by)
+    lo, hi = _window(now_ns, window_s)
+    rows = store.query(
+        f"SELECT {column}, GROUPING({column}), count(*), count(*) FILTER (WHERE status_code = ?), "
+        f"quantile_cont(duration_ms, {_QUANTILES}) "
+        f"FROM spans WHERE end_ns > ? AND end_ns <= ? AND {where} "
+        f"GROUP BY GROUPING SETS (({column}), ()) ORDER BY 2 DESC, 1 NULLS LAST",
+        [_ERROR, lo, hi, *params],
+    )
+    minutes = window_s / 60
+    groups = []
+    total = _stats(0, 0, None, minutes)
+    for key, is_total, calls, errors, qs in rows:
+        stats = _stats(int(calls), int(errors), qs, minutes)
+        if is_total:
+            total = stats
+        else:
+            groups.append({"key": key, **stats})
+    return {"window_s": window_s, "until": iso(now_ns), "by": by, "groups": groups, "total": total}
+
+
+def timeseries(
+    store: TraceStore, now_ns: int, since_ns: int, step_s: int, metric: str, by: str = "agent"
+) -> dict[str, Any]:
+    """One series per group of ``metric`` in steps of ``step_s`` from ``since`` to ``now``.
+
+    Point ``t`` covers the spans ending in ``(t − step, t]``; steps without calls are 0 for
+    counts and throughput, null for rates and percentiles.
+    """
+    if metric not in SERIES_METRICS:
+        raise ValueError(f"metric must be one of {', '.join(SERIES_METRICS)}; got {metric[:40]!r}")
+    column, where, params = _grouping(by)
+    step_ns = step_s * _NS
+    if since_ns >= now_ns:
+        raise ValueError("since must be before now")
+    points = -(-(now_ns - since_ns) // step_ns)
+    if points > MAX_POINTS:
+        raise ValueError(f"too many points ({points}); use a larger step or a later since")
+    rows = store.query(
+        f"SELECT {column}, (end_ns - ? - 1) // ? AS bucket, count(*), "
+        f"count(*) FILTER (WHERE status_code = ?), quantile_cont(duration_ms, {_QUANTILES}) "
+        f"FROM spans WHERE end_ns > ? AND end_ns <= ? AND {where} GROUP BY ALL ORDER BY 1 NULLS LAST, 2",
+        [since_ns, step_ns, _ERROR, since_ns, now_ns, *params],
+    )
+    empty: float | None = 0 if metric in ("calls", "ok", "errors", "throughput") else None
+    series: dict[Any, list[Any]] = {}
+    for key, bucket, calls, errors, qs in rows:
+        values = series.setdefault(key, [empty] * points)
+        values[int(bucket)] = _point(metric, int(calls), int(errors), qs, step_s)
+    times = [since_ns + (i + 1) * step_ns for i in range(points)]
+    return {
+        "metric": metric,
+        "by": by,
+        "step_s": step_s,
+        "since": iso(since_ns),
+        "until": iso(times[-1]),
+        "series": [
+            {"key": key, "points": [_pt(t, v) for t, v in zip(times, values, strict=True)]}
+            for key, values in series.items()
+        ],
+    }
+
+
+def _pt(t_ns: int, value: float | None) -> dict[str, Any]:
+    return {"time": iso(t_ns), "t_ns": t_ns, "value": value}
+
+
+def _point(metric: str, calls: int, errors: int, qs: Sequence[float], step_s: int) -> float | None:
+    ok = calls - errors
+    values: dict[str, float | None] = {
+        "calls": calls,
+        "ok": ok,
+        "errors": errors,
+        "success_rate": _ratio(ok, calls),
+        "throughput": ok / (step_s / 60),
+        "p50": qs[0],
+        "p95": qs[1],
+        "p99": qs[2],
+    }
+    return values[metric]
+
+
+def agent_window_stats(store: TraceStore, now_ns: int, window_s: float) -> dict[str, dict[str, Any]]:
+    """Per agent, its ``invoke_agent`` calls ending in ``(now − window, now]``: ``calls``,
+    ``errors``, ``p99_ms`` (failed calls included) and ``service`` (its most frequent service).
+    The shape the alert rules read (one query, bounded by the window)."""
+    lo, hi = _window(now_ns, window_s)
+    rows = store.query(
+        "SELECT agent, count(*), count(*) FILTER (WHERE status_code = ?), "
+        "quantile_cont(duration_ms, 0.99), mode(service) "
+        "FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL "
+        "GROUP BY agent ORDER BY agent",
+        [_ERROR, lo, hi, sc.OP_AGENT],
+    )
+    return {
+        agent: {"calls": int(calls), "errors": int(errors), "p99_ms": p99, "service": service}
+        for agent, calls, errors, p99, service in rows
+    }
+
+
+def last_heartbeats(store: TraceStore, now_ns: int, lookback_s: float = 86400.0) -> dict[str, float]:
+    """Agent id → unix seconds of its last OTLP heartbeat span ending in ``(now − lookback, now]``."""
+    lo, hi = _window(now_ns, lookback_s)
+    rows = store.query(
+        "SELECT json_extract_string(attributes, ?) AS agent_id, max(end_ns) FROM spans "
+        "WHERE end_ns > ? AND end_ns <= ? AND name = ? GROUP BY 1 HAVING agent_id IS NOT NULL",
+        [_json_path(sc.GEN_AI_AGENT_ID), lo, hi, sc.HEARTBEAT_SPAN_NAME],
+    )
+    return {agent: int(end) / _NS for agent, end in rows}
+
+
+def agents(
+    store: TraceStore, now_ns: int, window_s: float, prices: Mapping[str, Mapping[str, float]]
+) -> dict[str, Any]:
+    """Handoff rates, hop distribution, loop rate, and per-agent tokens, share and cost (§4, §11)."""
+    lo, hi = _window(now_ns, window_s)
+    since = _lookback(store, lo, hi)
+    return {
+        "window_s": window_s,
+        "until": iso(now_ns),
+        "handoffs": _handoffs(store, lo, hi, since),
+        **_hops_and_loops(store, lo, hi, since),
+        **_tokens(store, lo, hi, since, prices),
+    }
+
+
+def _lookback(store: TraceStore, lo: int, hi: int) -> int:
+    """The earliest start of any trace with an agent, handoff or LLM span ending in the window:
+    every related span (a handoff's target, an ancestor, an earlier hop) ends after it. Read from
+    the trace lookup tables, so the span scans below stay bounded by time."""
+    ops = (sc.OP_AGENT, sc.OP_HANDOFF, *sc.LLM_OPERATIONS)
+    rows = store.query(
+        "WITH w AS (SELECT DISTINCT trace_id FROM spans "
+        f"WHERE end_ns > ? AND end_ns <= ? AND operation IN ({', '.join('?' * len(ops))})) "
+        "SELECT min(first_start_ns) FROM ("
+        " SELECT trace_id, first_start_ns FROM traces"
+        " UNION ALL SELECT trace_id, first_start_ns FROM trace_parts) SEMI JOIN w USING (trace_id)",
+        [lo, hi, *ops],
+    )
+    first = rows[0][0] if rows else None
+    return min(lo, int(first)) if first is not None else lo
+
+
+def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]:
+    """A handoff without the state machine (0 or no transitions) is committed when the target's
+    next agent span in the trace is not ERROR, failed when it is; else its recorded status."""
+    acc = ", ".join("?" * len(_ACCEPTED))
+    unk = ", ".join("?" * len(_UNKNOWN))
+    row = store.query(
+        "WITH h AS ("
+        " SELECT trace_id, span_id, start_ns, handoff_target, handoff_status, handoff_mode,"
+        "  coalesce(TRY_CAST(json_extract(attributes, ?) AS BIGINT), 0) = 0 AS bare"
+        " FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?),"
+        " t AS (SELECT trace_id, agent, start_ns, status_code FROM spans"
+        "  WHERE end_ns >= ? AND end_ns <= ? AND operation = ?"
+        "  AND trace_id IN (SELECT trace_id FROM h WHERE bare)),"
+        " nxt AS (SELECT h.span_id, h.trace_id, arg_min(t.status_code, t.start_ns) AS target_code"
+        "  FROM h JOIN t ON t.trace_id = h.trace_id AND t.agent = h.handoff_target"
+        "  AND t.start_ns >= h.start_ns WHERE h.bare GROUP BY h.span_id, h.trace_id),"
+        " e AS (SELECT CASE WHEN h.bare AND nxt.target_code IS NOT NULL THEN"
+        "   (CASE WHEN nxt.target_code = ? THEN 'failed' ELSE 'committed' END)"
+        "   ELSE coalesce(h.handoff_status, 'unknown') END AS status, h.handoff_mode AS mode"
+        "  FROM h LEFT JOIN nxt ON nxt.span_id = h.span_id AND nxt.trace_id = h.trace_id)"
+        " SELECT count(*), count(*) FILTER (WHERE status = 'committed'),"
+        f" count(*) FILTER (WHERE status IN ({acc})), count(*) FILTER (WHERE status IN ({unk})),"
+        " count(*) FILTER (WHERE mode = ?) FROM e",
+        [
+            _json_path(sc.REACH_HANDOFF_TRANSITIONS),
+            lo,
+            hi,
+            sc.OP_HANDOFF,
+            since,
+            hi,
+            sc.OP_AGENT,
+            _ERROR,
+            *_ACCEPTED,
+            *_UNKNOWN,
+            "escalate",
+        ],
+    )[0]
+    total, committed, accepted, unknown, escalated = (int(v) for v in row)
+    return {
+        "total": total,
+        "committed": committed,
+        "accepted": accepted,
+        "efficiency": _ratio(committed, total),
+        "acceptance_rate": _ratio(accepted, total),
+        "commit_rate": _ratio(committed, accepted),
+        "unknown_rate": _ratio(unknown, total),
+        "escalation_rate": _ratio(escalated, total),
+    }
+
+
+def _hops_and_loops(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]:
+    """Per trace with an agent span ending in the window: its handoff spans (hops) and whether
+    any span in it detected a loop."""
+    row = store.query(
+        "WITH pop AS (SELECT DISTINCT trace_id FROM spans"
+        "  WHERE end_ns > ? AND end_ns <= ? AND operation = ?),"
+        " per AS (SELECT trace_id, count(*) FILTER (WHERE operation = ?) AS hops,"
+        "  coalesce(bool_or(loop_detected), false) AS looped FROM spans"
+        "  WHERE end_ns >= ? AND end_ns <= ? AND trace_id IN (SELECT trace_id FROM pop) GROUP BY trace_id)"
+        f" SELECT count(*), quantile_cont(hops, {_QUANTILES}), count(*) FILTER (WHERE hops <= 2),"
+        " count(*) FILTER (WHERE looped) FROM per",
+        [lo, hi, sc.OP_AGENT, sc.OP_HANDOFF, since, hi],
+    )[0]
+    traces, qs, within_2, looped = int(row[0]), row[1], int(row[2]), int(row[3])
+    p50, p95, p99 = qs if qs is not None else (None, None, None)
+    return {
+        "hops": {
+            "traces": traces,
+            "p50": p50,
+            "p95": p95,
+            "p99": p99,
+            "share_le_2": _ratio(within_2, traces),
+        },
+        "loops": {"traces_with_loop": looped, "rate": _ratio(looped, traces)},
+    }
+
+
+def _tokens(
+    store: TraceStore, lo: int, hi: int, since: int, prices: Mapping[str, Mapping[str, float]]
+) -> dict[str, Any]:
+    """LLM tokens per agent and model. An LLM span belongs to the agent in ``reach.agent.name``
+    (the ``agent`` column), else to its nearest ``invoke_agent`` ancestor."""
+    llm = ", ".join("?" * len(sc.LLM_OPERATIONS))
+    rows = store.query(
+        "WITH RECURSIVE llm AS ("
+        " SELECT trace_id, span_id, parent_span_id, agent, model,"
+        "  coalesce(input_tokens, 0) AS tin, coalesce(output_tokens, 0) AS tout FROM spans"
+        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm})),"
+        " anc AS (SELECT trace_id, span_id, parent_span_id, operation, agent FROM spans"
+        "  WHERE end_ns >= ? AND trace_id IN (SELECT trace_id FROM llm WHERE agent IS NULL)),"
+        " walk(trace_id, span_id, parent, owner, depth) AS ("
+        "  SELECT trace_id, span_id, parent_span_id, NULL::VARCHAR, 0 FROM llm WHERE agent IS NULL"
+        "  UNION ALL SELECT w.trace_id, w.span_id, a.parent_span_id,"
+        "   CASE WHEN a.operation = ? THEN a.agent END, w.depth + 1"
+        "  FROM walk w JOIN anc a ON a.trace_id = w.trace_id AND a.span_id = w.parent"
+        "  WHERE w.owner IS NULL AND w.depth < 64),"
+        " owners AS (SELECT trace_id, span_id, any_value(owner) AS owner FROM walk"
+        "  WHERE owner IS NOT NULL GROUP BY ALL)"
+        " SELECT coalesce(llm.agent, o.owner) AS who, llm.model, sum(tin)::BIGINT, sum(tout)::BIGINT"
+        " FROM llm LEFT JOIN owners o ON o.trace_id = llm.trace_id AND o.span_id = llm.span_id"
+        " GROUP BY ALL"
+        " UNION ALL SELECT DISTINCT agent, NULL, 0, 0 FROM spans"
+        "  WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL",
+        [lo, hi, *sc.LLM_OPERATIONS, since, sc.OP_AGENT, lo, hi, sc.OP_AGENT],
+    )
+    per: dict[str, dict[str, Any]] = {}
+    unattributed = {"input_tokens": 0, "output_tokens": 0}
+    for who, model, tin, tout in rows:
+        tin, tout = int(tin), int(tout)
+        if who is None:
+            unattributed["input_tokens"] += tin
+            unattributed["output_tokens"] += tout
+            continue
+        entry = per.setdefault(who, {"agent": who, "input_tokens": 0, "output_tokens": 0, "models": []})
+        entry["input_tokens"] += tin
+        entry["output_tokens"] += tout
+        if tin or tout:
+            cost = _cost(prices, model, tin, tout)
+            entry["models"].append(
+                {"model": model, "input_tokens": tin, "output_tokens": tout, "cost_usd": cost}
+            )
+    total = sum(e["input_tokens"] + e["output_tokens"] for e in per.values())
+    out = []
+    for entry in sorted(per.values(), key=lambda e: (-(e["input_tokens"] + e["output_tokens"]), e["agent"])):
+        costs = [m["cost_usd"] for m in entry["models"]]
+        entry["token_share"] = _ratio(entry["input_tokens"] + entry["output_tokens"], total)
+        # An unknown model's cost is unknown, so the agent's total is too (null, never 0).
+        entry["cost_usd"] = None if None in costs else sum(costs, 0.0)
+        entry["unpriced_models"] = sorted(str(m["model"]) for m in entry["models"] if m["cost_usd"] is None)
+        entry["models"].sort(key=lambda m: str(m["model"]))
+        out.append(entry)
+    return {"agents": out, "unattributed_tokens": unattributed}
+
+
+def _cost(prices: Mapping[str, Mapping[str, float]], model: str | None, tin: int, tout: int) -> float | None:
+    """USD for these tokens at the table's per-1M-token prices; None for a model not in the table."""
+    price = prices.get(model) if model is not None else None
+    if price is None:
+        return None
+    return (tin * float(price.get("input", 0.0)) + tout * float(price.get("output", 0.0))) / 1_000_000
+
+
+def _json_path(key: str) -> str:
+    """A JSON path selecting one top-level key verbatim (attribute keys contain dots)."""
+    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

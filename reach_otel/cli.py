@@ -22,16 +22,16 @@ def _register_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     demo.add_argument("--port", type=int, default=None, help="collector port")
     demo.add_argument("--duration", type=float, default=None, help="seconds of traffic")
     demo.add_argument("--serve", action="store_true", help="keep the collector running afterwards")
-    demo.set_defaults(func=_demo_not_built)
+    demo.set_defaults(func=_demo)
 
 
-def _demo_not_built(args: argparse.Namespace) -> int:
-    print(
-        "reach-otel demo: the end-to-end demo is not built yet.\n"
-        "Available today: the instrumentation library (reach_otel.init, @agent, @tool, @llm,\n"
-        "@workflow, handoff, session, gate, inject/extract). See README.md.",
-    )
-    return 0
+def _demo(args: argparse.Namespace) -> int:
+    try:
+        from reach_otel.demo.run import run_demo
+    except ImportError as exc:
+        print(f"reach-otel demo needs the collector and openai extras: pip install 'reach-otel[all]' ({exc})")
+        return 2
+    return run_demo(args)
 
 
 def _optional_registrations() -> list[Register]:

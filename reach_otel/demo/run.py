@@ -1,0 +1,294 @@
+"""``reach-otel demo``: start everything, drive the traffic, then show what the collector saw.
+
+The collector runs as a child process on a local DuckDB file with the demo's own configuration
+(short ``for`` durations so alerts fire within the run, a rotation whose webhooks point at the
+demo's pager). This process is the instrumented application: it talks to a local fake LLM through
+the real ``openai`` client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+import reach_otel
+from reach_otel.demo.pager import Pager
+from reach_otel.demo.support import SupportDesk
+from reach_otel.demo.traffic import drive
+
+DEFAULT_DB = "./reach-data/demo.duckdb"
+AGENTS = ("TriageAgent", "BillingAgent", "TechSupportAgent", "ReportingAgent")
+LOST_AGENT = "ReportingAgent"  # its heartbeat stops part-way: P2
+
+
+def demo_config(pager: Pager, start: datetime) -> str:
+    """The collector configuration the demo runs with (YAML), stated in full so it can be read."""
+    midnight = start.replace(hour=0, minute=0, second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"""# reach-otel demo: alert durations are shortened so the alerts fire within one short run.
+time_zone: UTC
+alerting:
+  interval: 1s
+  registry: {pager.url}/registry
+  thresholds: {{TechSupportAgent: 1000}}
+  rules:
+    ReachSuccessRateLow: {{for: 8s, below: 0.5, window: 12s, min_calls: 5}}
+    ReachP99LatencyHigh: {{for: 5s, factor: 1.5, window: 12s, min_calls: 3}}
+    ReachAgentHeartbeatLost: {{for: 0s, after: 5s}}
+  repeat: 15s
+users:
+  alice: {{webhook: "{pager.webhook("alice")}"}}
+  bob: {{webhook: "{pager.webhook("bob")}"}}
+  carol: {{webhook: "{pager.webhook("carol")}"}}
+  mgr: {{webhook: "{pager.webhook("mgr")}"}}
+schedules:
+  primary:
+    layers:
+      - {{name: daily, start: {midnight}, length: 1d, members: [alice, bob, carol]}}
+escalation_policies:
+  p0: {{steps: [{{notify: {{schedule: primary}}, escalate_after: 12s}}, {{notify: {{users: [mgr]}}}}]}}
+routing:
+  P0: {{escalation_policy: p0}}
+  P1: {{notify: {{users: [bob, carol]}}}}
+  P2: {{action: deregister, page: false}}
+"""
+
+
+def _free_port(preferred: int | None) -> int:
+    for port in ([preferred] if preferred else []) + [0]:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise RuntimeError("no free port")
+
+
+class Collector:
+    """The collector as a child process: ``python -m reach_collector`` with the demo config."""
+
+    def __init__(self, db: Path, port: int, config: Path) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = db.with_suffix(".log")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
+        cmd = [sys.executable, "-m", "reach_collector", "--port", str(port), "--grpc-port", "0"]
+        cmd += ["--db", str(db), "--config", str(config)]
+        self._log_file = self.log.open("w")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log_file, stderr=subprocess.STDOUT)
+
+    def wait_healthy(self, timeout: float = 30) -> None:
+        from reach_collector.client import QueryError, get_json
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the collector exited; see {self.log}:\n{self.log.read_text()[-2000:]}")
+            try:
+                get_json(self.url, "/healthz", timeout=1)
+                return
+            except QueryError:
+                time.sleep(0.1)
+        raise RuntimeError(f"the collector did not start within {timeout:.0f}s; see {self.log}")
+
+    def get(self, path: str, **params: Any) -> Any:
+        from reach_collector.client import get_json
+
+        return get_json(self.url, path, [(k, str(v)) for k, v in params.items()])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._log_file.close()
+
+
+def _run_traffic(desk: SupportDesk, duration: float, console: Console) -> Counter[str]:
+    heartbeats = {agent: reach_otel.heartbeat(agent, every=1.0) for agent in AGENTS}
+    lost_at = duration * 0.3
+    with Progress(
+        TextColumn("[bold]traffic"),
+        BarColumn(),
+        TextColumn("{task.fields[stats]}"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("traffic", total=1.0, stats="")
+
+        def on_progress(done: float, outcomes: Counter[str]) -> None:
+            beat = heartbeats.get(LOST_AGENT)
+            if beat is not None and done * duration >= lost_at and beat.running:
+                beat.stop()
+                progress.console.print(f"[yellow]{LOST_AGENT} stopped sending heartbeats")
+            stats = f"{outcomes['ok']} ok, {outcomes['error']} failed, {outcomes['pingpong']} ping-pong"
+            progress.update(task, completed=done, stats=stats)
+
+        outcomes = asyncio.run(drive(desk, duration, progress=on_progress))
+    for beat in heartbeats.values():
+        if beat is not None:
+            beat.stop()
+    return outcomes
+
+
+def _show_trace(collector: Collector, console: Console) -> str | None:
+    from reach_collector.render import print_tree
+
+    traces = collector.get("/api/traces", limit=200)["traces"]
+    if not traces:
+        console.print("[red]no traces reached the collector")
+        return None
+    chosen = max(traces, key=lambda t: (t.get("hops") or 0, t.get("span_count") or 0))
+    console.rule(f"one request, as a trace ({chosen['trace_id']})")
+    print_tree(collector.get(f"/api/traces/{chosen['trace_id']}"), console)
+    return str(chosen["trace_id"])
+
+
+def _fmt(value: Any, pattern: str = "{:.1f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def _show_golden(collector: Collector, console: Console) -> None:
+    golden = collector.get("/api/metrics/golden", window="5m", by="agent")
+    table = Table(title="golden metrics per agent, last 5 minutes")
+    for column in ("agent", "calls", "errors", "success", "throughput/min", "p50 ms", "p95 ms", "p99 ms"):
+        table.add_column(column, justify="left" if column == "agent" else "right")
+    for g in golden["groups"]:
+        rate = g.get("success_rate")
+        style = "red" if rate is not None and rate < 0.5 else ""
+        table.add_row(
+            str(g["key"]),
+            str(g["calls"]),
+            str(g["errors"]),
+            _fmt(rate, "{:.0%}"),
+            _fmt(g.get("throughput_per_min")),
+            _fmt(g.get("p50_ms")),
+            _fmt(g.get("p95_ms")),
+            _fmt(g.get("p99_ms")),
+            style=style,
+        )
+    console.print(table)
+
+
+def _show_multi_agent(collector: Collector, console: Console) -> None:
+    data = collector.get("/api/metrics/agents", window="5m")
+    h, hops, loops = data["handoffs"], data["hops"], data["loops"]
+    console.print(
+        f"handoffs: {h['total']} (efficiency {_fmt(h.get('efficiency'), '{:.0%}')}, "
+        f"acceptance {_fmt(h.get('acceptance_rate'), '{:.0%}')}, "
+        f"commit {_fmt(h.get('commit_rate'), '{:.0%}')}, "
+        f"unknown {_fmt(h.get('unknown_rate'), '{:.0%}')})   "
+        f"hops per request: p50 {_fmt(hops.get('p50'), '{:.0f}')}, p95 {_fmt(hops.get('p95'), '{:.0f}')}, "
+        f"p99 {_fmt(hops.get('p99'), '{:.0f}')}, within 2 hops {_fmt(hops.get('share_le_2'), '{:.0%}')}   "
+        f"loops: {loops['traces_with_loop']} requests ({_fmt(loops.get('rate'), '{:.1%}')})"
+    )
+    table = Table(title="tokens per agent")
+    for column in ("agent", "input", "output", "share", "cost USD"):
+        table.add_column(column, justify="left" if column == "agent" else "right")
+    for a in data["agents"]:
+        table.add_row(
+            str(a["agent"]),
+            str(a["input_tokens"]),
+            str(a["output_tokens"]),
+            _fmt(a.get("token_share"), "{:.0%}"),
+            _fmt(a.get("cost_usd"), "{:.4f}"),
+        )
+    console.print(table)
+
+
+def _show_alerts(collector: Collector, pager: Pager, console: Console) -> None:
+    alerts = collector.get("/api/alerts")["alerts"]
+    table = Table(title="alerts")
+    for column in ("severity", "alert", "agent", "state", "fired at", "summary"):
+        table.add_column(column)
+    for a in sorted(alerts, key=lambda a: (a["severity"], a["alertname"])):
+        table.add_row(
+            a["severity"],
+            a["alertname"],
+            str(a["labels"].get("agent", "-")),
+            a["state"],
+            str(a.get("fired_at") or "-"),
+            str(a.get("annotations", {}).get("summary", "")),
+        )
+    console.print(table)
+    console.rule("who was paged")
+    pages = [line for page in pager.pages if page.recipient != "registry/deregister" for line in page.summary]
+    for line in pages or ["nobody"]:
+        console.print(line)
+    deregistered = [p.body.get("agent_id") for p in pager.pages if p.recipient == "registry/deregister"]
+    if deregistered:
+        console.print(f"deregistered from the routing table (no page): {', '.join(map(str, deregistered))}")
+
+
+def _section(show: Any, collector: Collector, console: Console) -> None:
+    """Print one part of the report; a part the collector cannot answer says so and the rest goes on."""
+    from reach_collector.client import QueryError
+
+    try:
+        show(collector, console)
+    except QueryError as exc:
+        console.print(f"[yellow]{getattr(show, '__name__', 'section').lstrip('_')}: not available ({exc})")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from openai import AsyncOpenAI
+
+    from reach_otel.testing.fake_llm import FakeLLMServer
+
+    console = Console()
+    if not console.is_terminal:
+        console.width = max(console.width, 120)
+    db = Path(args.db or DEFAULT_DB).resolve()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (db, db.with_suffix(db.suffix + ".wal")):
+        stale.unlink(missing_ok=True)
+    duration = float(args.duration or 45.0)
+    port = _free_port(args.port or 4318)
+    with Pager() as pager, FakeLLMServer() as llm:
+        config = db.with_suffix(".yaml")
+        config.write_text(demo_config(pager, datetime.now(timezone.utc)))
+        collector = Collector(db, port, config)
+        try:
+            collector.wait_healthy()
+            console.print(f"collector: {collector.url}  data: {db}  config: {config}  log: {collector.log}")
+            console.print(f"fake LLM: {llm.openai_base_url} (OpenAI-compatible, no API key, no network)")
+            reach_otel.init(service_name="support-desk", endpoint=collector.url)
+            reach_otel.instrument("openai")
+            desk = SupportDesk(AsyncOpenAI(base_url=llm.openai_base_url, api_key="demo", max_retries=0))
+            outcomes = _run_traffic(desk, duration, console)
+            reach_otel.flush(timeout=10)
+            console.print(f"sent {outcomes['ok'] + outcomes['error']} requests: {dict(outcomes)}")
+            time.sleep(3)  # one more alert evaluation over the last spans
+            for section in (_show_trace, _show_golden, _show_multi_agent):
+                _section(section, collector, console)
+            _section(lambda c, out: _show_alerts(c, pager, out), collector, console)
+            if args.serve:
+                console.rule("serving")
+                console.print(
+                    f"collector API: {collector.url}/api/traces   Prometheus: {collector.url}/metrics"
+                )
+                console.print(f"Grafana Tempo data source: {collector.url}/tempo   Ctrl-C to stop")
+                with contextlib.suppress(KeyboardInterrupt):
+                    collector.proc.wait()
+        except Exception as exc:  # a demo that cannot run says why, without a traceback
+            console.print(f"[red]demo failed: {exc}")
+            return 1
+        finally:
+            reach_otel.shutdown(timeout=5)
+            collector.stop()
+    return 0

@@ -60,12 +60,12 @@ class HttpSender:
 
         try:
             response = self._client.post(url, json=body)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+            return SendOutcome(False, f"bad URL {url!r}: {exc}")
         except httpx.TimeoutException as exc:
             return SendOutcome(True, f"timeout: {type(exc).__name__}")
         except httpx.TransportError as exc:  # refused, reset, DNS: the receiver may come back
             return SendOutcome(True, f"connection error: {type(exc).__name__}: {exc}")
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
-            return SendOutcome(False, f"bad URL {url!r}: {exc}")
         if response.is_success:
             return SendOutcome(False, None)
         detail = f"HTTP {response.status_code}: {response.text[:200]}"

@@ -71,3 +71,64 @@ class RecordingSender:
 
     def to(self, url_part: str) -> list[dict[str, Any]]:
         return [body for url, body in self.calls if url_part in url]
+
+
+class Receiver:
+    """A real HTTP receiver on a free 127.0.0.1 port: records JSON bodies, answers from a script
+    of status codes (then 200), optionally after a delay."""
+
+    def __init__(self, statuses: list[int] | None = None, delay_s: float = 0.0) -> None:
+        import http.server
+        import json
+        import threading
+
+        self.statuses = list(statuses or [])
+        self.delay_s = delay_s
+        self.received: list[tuple[str, Any]] = []
+        self.answered: list[int] = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                body = json.loads(self.rfile.read(length) or b"null")
+                owner.received.append((self.path, body))
+                if owner.delay_s:
+                    import time
+
+                    time.sleep(owner.delay_s)
+                status = owner.statuses.pop(0) if owner.statuses else 200
+                owner.answered.append(status)
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Receiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def bodies(self, path: str | None = None) -> list[Any]:
+        return [body for p, body in self.received if path is None or p == path]
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

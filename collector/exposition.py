@@ -1,0 +1,384 @@
+"""Prometheus ``/metrics`` on the collector's own registry (never the global one).
+
+Counters and histograms are folded in per committed ingest batch (``observe``, vectorised, so the
+writer pays per group, not per span); per-agent window gauges and heartbeats are computed at scrape
+by bounded queries; alert state and collector health are set by their owners. Agent and model
+labels are bounded: past ``max_agents`` distinct values, new ones share the ``other`` bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from reach_collector import metrics
+from reach_collector._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_family
+from reach_collector.store.base import TraceStore
+
+from reach_otel import semconv as sc
+
+__all__ = ["DURATION_BUCKETS", "HOP_BUCKETS", "OTHER", "UNKNOWN", "Exposition", "metrics_endpoint"]
+
+# gen_ai.client.operation.duration advisory boundaries (GenAI semantic conventions), seconds.
+DURATION_BUCKETS: Final = (
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+)
+HOP_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 16.0)
+WRITE_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+_HOP_BOUNDS: Final = np.asarray(HOP_BUCKETS)
+_WRITE_BOUNDS: Final = np.asarray(WRITE_BUCKETS)
+_HANDOFF_STATES: Final = frozenset(
+    {"created", "accepted", "rejected", "running", "committed", "failed", "unknown", "expired"}
+)
+_MODES: Final = frozenset({"delegate", "consult", "takeover", "escalate", "pass_control", "return_to_caller"})
+_ALERT_STATES: Final = frozenset({"pending", "firing"})
+_PENDING_TRACES: Final = 100_000  # traces whose root has not arrived yet, for the hop histogram
+
+
+class Exposition(Collector):
+    """Everything ``/metrics`` shows, on ``self.registry``. Thread-safe: the writer thread calls
+    ``observe``, request threads scrape."""
+
+    def __init__(
+        self,
+        store: TraceStore | None = None,
+        clock: Callable[[], float] = time.time,
+        *,
+        max_agents: int = 100,
+        window_s: float = 60.0,
+        heartbeat_lookback_s: float = 86400.0,
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self._store = store
+        self._clock = clock
+        self._window_s = window_s
+        self._lookback_s = heartbeat_lookback_s
+        self._lock = threading.Lock()
+        self._agent = Bounded(max_agents)
+        self._model = Bounded(max_agents)
+        self._agent_id = Bounded(max_agents)  # heartbeat ids (gen_ai.agent.id), a namespace of their own
+        self._calls: dict[tuple[str, str, str], int] = {}
+        self._durations: dict[tuple[str, str], Hist] = {}
+        self._tokens: dict[tuple[str, str, str], int] = {}
+        self._handoffs: dict[tuple[str, str, str, str], int] = {}
+        self._loops: dict[str, int] = {}
+        self._hops = Hist(len(HOP_BUCKETS))
+        self._pending: OrderedDict[str, list[int]] = OrderedDict()  # trace → [handoffs, agent spans]
+        self._alerts: dict[tuple[str, str, str, str], str] = {}
+        self._heartbeats: dict[str, float] = {}
+        self._received = 0
+        self._rejected = 0
+        self._queue_depth = 0
+        self._queue_source: Callable[[], int] | None = None
+        self._writes = Hist(len(WRITE_BUCKETS))
+        self.registry.register(self)
+
+    # --- ingest: one call per committed batch ---------------------------------------------------
+    def observe(self, table: pa.Table) -> None:
+        """Fold one committed batch of span rows (store.schema columns) into the series."""
+        if table.num_rows == 0:
+            return
+        cols = {name: table.column(name) for name in table.column_names}
+        op = cols["operation"]
+        counted = pc.and_(pc.is_valid(op), pc.not_equal(op, sc.OP_HANDOFF))
+        calls = table.filter(pc.fill_null(counted, False))
+        with self._lock:
+            if calls.num_rows:
+                self._observe_calls(calls)
+            llm = table.filter(pc.fill_null(pc.is_in(op, pa.array(sc.LLM_OPERATIONS)), False))
+            if llm.num_rows:
+                self._observe_tokens(llm)
+            handoffs = table.filter(pc.fill_null(pc.equal(op, sc.OP_HANDOFF), False))
+            if handoffs.num_rows:
+                self._observe_handoffs(handoffs)
+            self._observe_hops(table)
+            beats = table.filter(pc.equal(cols["name"], sc.HEARTBEAT_SPAN_NAME))
+            if beats.num_rows:
+                self._observe_heartbeats(beats)
+
+    def _observe_calls(self, calls: pa.Table) -> None:
+        seconds = calls.column("duration_ms").to_numpy(zero_copy_only=False) / 1000.0
+        bucket = np.searchsorted(np.asarray(DURATION_BUCKETS), seconds, side="left")
+        grouped = (
+            pa.table(
+                {
+                    "agent": calls.column("agent"),
+                    "op": calls.column("operation"),
+                    "err": pc.equal(calls.column("status_code"), 2),
+                    "b": pa.array(bucket, pa.int32()),
+                    "s": pa.array(seconds),
+                }
+            )
+            .group_by(["agent", "op", "err", "b"])
+            .aggregate([("s", "count"), ("s", "sum")])
+        )
+        names = ("agent", "op", "err", "b", "s_count", "s_sum")
+        for agent, op, err, b, n, total in zip(*(grouped.column(c).to_pylist() for c in names), strict=True):
+            key = (self._agent(agent), str(op))
+            status = "error" if err else "ok"
+            self._calls[(*key, status)] = self._calls.get((*key, status), 0) + n
+            hist = self._durations.get(key)
+            if hist is None:
+                hist = self._durations[key] = Hist(len(DURATION_BUCKETS))
+            hist.buckets[b] += n
+            hist.sum += total
+
+    def _observe_tokens(self, llm: pa.Table) -> None:
+        grouped = llm.group_by(["agent", "model"]).aggregate(
+            [("input_tokens", "sum"), ("output_tokens", "sum")]
+        )
+        names = ("agent", "model", "input_tokens_sum", "output_tokens_sum")
+        for agent, model, tin, tout in zip(*(grouped.column(c).to_pylist() for c in names), strict=True):
+            a, m = self._agent(agent), self._model(model)
+            for kind, value in (("input", tin), ("output", tout)):
+                if value:
+                    self._tokens[(a, m, kind)] = self._tokens.get((a, m, kind), 0) + int(value)
+
+    def _observe_handoffs(self, handoffs: pa.Table) -> None:
+        names = ["handoff_source", "handoff_target", "handoff_status", "handoff_mode", "loop_detected"]
+        grouped = handoffs.group_by(names).aggregate([("span_id", "count")])
+        for source, target, status, mode, loop, n in zip(
+            *(grouped.column(c).to_pylist() for c in [*names, "span_id_count"]), strict=True
+        ):
+            src = self._agent(source)
+            key = (
+                src,
+                self._agent(target),
+                status if status in _HANDOFF_STATES else (UNKNOWN if status is None else OTHER),
+                mode if mode in _MODES else (UNKNOWN if mode is None else OTHER),
+            )
+            self._handoffs[key] = self._handoffs.get(key, 0) + n
+            if loop:
+                self._loops[src] = self._loops.get(src, 0) + n
+
+    def _observe_hops(self, table: pa.Table) -> None:
+        """Hops per request: handoff spans of a trace, observed when its root span arrives (roots
+        end last); traces whose root never comes are forgotten past a bound."""
+        op = table.column("operation")
+        root = pc.is_null(table.column("parent_span_id"))
+        relevant = pc.or_(pc.fill_null(pc.is_in(op, pa.array([sc.OP_AGENT, sc.OP_HANDOFF])), False), root)
+        rows = table.filter(relevant)
+        if rows.num_rows == 0:
+            return
+        ids = rows.column("trace_id").to_pylist()
+        ops = rows.column("operation").to_pylist()
+        roots = pc.is_null(rows.column("parent_span_id")).to_pylist()
+        done: list[str] = []
+        for tid, operation, is_root in zip(ids, ops, roots, strict=True):
+            state = self._pending.get(tid)
+            if state is None:
+                state = self._pending[tid] = [0, 0, 0]
+            if operation == sc.OP_HANDOFF:
+                state[0] += 1
+            elif operation == sc.OP_AGENT:
+                state[1] += 1
+            if is_root:
+                state[2] = 1
+                done.append(tid)
+        for tid in done:
+            handoffs, agent_spans, _ = self._pending.pop(tid, (0, 0, 0))
+            if agent_spans:
+                self._hops.observe(_HOP_BOUNDS, handoffs)
+        while len(self._pending) > _PENDING_TRACES:
+            self._pending.popitem(last=False)
+
+    def _observe_heartbeats(self, beats: pa.Table) -> None:
+        for attrs, end in zip(
+            beats.column("attributes").to_pylist(), beats.column("end_ns").to_pylist(), strict=True
+        ):
+            agent_id = _agent_id(attrs)
+            if agent_id is not None:
+                self._heartbeat(agent_id, end / 1e9)
+
+    def _heartbeat(self, agent_id: str, unix_s: float) -> None:
+        label = self._agent_id(agent_id)
+        self._heartbeats[label] = max(unix_s, self._heartbeats.get(label, 0.0))
+
+    # --- setters for other owners ---------------------------------------------------------------
+    def record_heartbeat(self, agent_id: str, unix_s: float) -> None:
+        """A heartbeat received by POST /api/heartbeats (OTLP heartbeat spans arrive via observe)."""
+        with self._lock:
+            self._heartbeat(agent_id, unix_s)
+
+    def set_alert_state(self, alertname: str, severity: str, labels: Mapping[str, str], state: str) -> None:
+        """The alerting engine's view: ``pending``/``firing`` show as 1, anything else removes it."""
+        key = (alertname, severity, self._agent(labels.get("agent")), str(labels.get("service") or ""))
+        with self._lock:
+            if state in _ALERT_STATES:
+                self._alerts[key] = state
+            else:
+                self._alerts.pop(key, None)
+
+    def spans_received(self, accepted: int, rejected: int = 0) -> None:
+        with self._lock:
+            self._received += accepted + rejected
+            self._rejected += rejected
+
+    def set_queue_depth(self, spans: int | Callable[[], int]) -> None:
+        """Spans waiting to be committed: a number, or a callback read at scrape."""
+        with self._lock:
+            if callable(spans):
+                self._queue_source = spans
+            else:
+                self._queue_depth = int(spans)
+
+    def observe_write(self, seconds: float) -> None:
+        """One commit's wall time (the writer, after ``store.write``)."""
+        with self._lock:
+            self._writes.observe(_WRITE_BOUNDS, seconds)
+
+    # --- scrape -----------------------------------------------------------------------------------
+    def collect(self) -> Iterable[Metric]:
+        window = self._window_gauges()
+        with self._lock:
+            yield from self._counters()
+            yield from window
+            yield from self._state_gauges()
+
+    def _counters(self) -> Iterator[Metric]:
+        calls = CounterMetricFamily(
+            "reach_agent_calls", "Spans by agent, operation and status (handoffs excluded).",
+            labels=["agent", "operation", "status"],
+        )  # fmt: skip
+        for key, n in sorted(self._calls.items()):
+            calls.add_metric(list(key), n)
+        yield calls
+        yield histogram_family(
+            "reach_agent_call_duration_seconds", "Span duration by agent and operation.",
+            ["agent", "operation"], DURATION_BUCKETS, self._durations,
+        )  # fmt: skip
+        tokens = CounterMetricFamily(
+            "reach_agent_tokens", "LLM tokens by agent, model and type.", labels=["agent", "model", "type"]
+        )
+        for key, n in sorted(self._tokens.items()):
+            tokens.add_metric(list(key), n)
+        yield tokens
+        handoffs = CounterMetricFamily(
+            "reach_handoffs", "Handoff spans by source, target, final status and mode.",
+            labels=["source", "target", "status", "mode"],
+        )  # fmt: skip
+        for key, n in sorted(self._handoffs.items()):
+            handoffs.add_metric(list(key), n)
+        yield handoffs
+        loops = CounterMetricFamily(
+            "reach_loops_detected", "Handoffs that detected a loop.", labels=["agent"]
+        )
+        for agent, n in sorted(self._loops.items()):
+            loops.add_metric([agent], n)
+        yield loops
+        yield histogram_family(
+            "reach_request_hops",
+            "Handoffs per request with an agent span.",
+            [],
+            HOP_BUCKETS,
+            {(): self._hops},
+        )
+        received = CounterMetricFamily("reach_collector_spans_received", "Spans received by ingest.")
+        received.add_metric([], self._received)
+        yield received
+        rejected = CounterMetricFamily("reach_collector_spans_rejected", "Spans rejected at ingest.")
+        rejected.add_metric([], self._rejected)
+        yield rejected
+        yield histogram_family(
+            "reach_collector_write_seconds", "Commit latency of one span batch.", [], WRITE_BUCKETS,
+            {(): self._writes},
+        )  # fmt: skip
+
+    def _state_gauges(self) -> Iterator[Metric]:
+        depth = GaugeMetricFamily("reach_collector_queue_spans", "Spans queued, not yet committed.")
+        source = self._queue_source
+        depth.add_metric([], float(source() if source is not None else self._queue_depth))
+        yield depth
+        alerts = GaugeMetricFamily(
+            "reach_alert_state", "1 for each pending or firing alert.",
+            labels=["alertname", "severity", "agent", "service", "alertstate"],
+        )  # fmt: skip
+        for key, state in sorted(self._alerts.items()):
+            alerts.add_metric([*key, state], 1.0)
+        yield alerts
+
+    def _window_gauges(self) -> list[Metric]:
+        success = GaugeMetricFamily(
+            "reach_agent_success_ratio",
+            "Success ratio of agent calls over the current window.",
+            labels=["agent"],
+        )
+        p99 = GaugeMetricFamily(
+            "reach_agent_latency_p99_seconds",
+            "P99 agent call latency over the current window.",
+            labels=["agent"],
+        )
+        window_calls = GaugeMetricFamily(
+            "reach_agent_window_calls", "Agent calls ending in the current window.", labels=["agent"]
+        )
+        beats = GaugeMetricFamily(
+            "reach_agent_last_heartbeat_timestamp_seconds", "Unix time of the agent's last heartbeat.",
+            labels=["agent"],
+        )  # fmt: skip
+        heartbeats: dict[str, float] = {}
+        if self._store is not None:
+            now_ns = int(self._clock() * 1_000_000_000)
+            for agent, stats in metrics.agent_window_stats(self._store, now_ns, self._window_s).items():
+                with self._lock:
+                    label = self._agent(agent)
+                if label == OTHER:
+                    continue  # a ratio or a percentile cannot be merged across agents
+                calls = stats["calls"]
+                window_calls.add_metric([label], calls)
+                if calls:
+                    success.add_metric([label], (calls - stats["errors"]) / calls)
+                if stats["p99_ms"] is not None:
+                    p99.add_metric([label], stats["p99_ms"] / 1000.0)
+            for agent_id, seen in metrics.last_heartbeats(self._store, now_ns, self._lookback_s).items():
+                with self._lock:
+                    heartbeats[self._agent_id(agent_id)] = seen
+        with self._lock:
+            for label, seen in self._heartbeats.items():
+                heartbeats[label] = max(seen, heartbeats.get(label, 0.0))
+        for label, seen in sorted(heartbeats.items()):
+            if label != OTHER:
+                beats.add_metric([label], seen)
+        return [success, p99, window_calls, beats]
+
+
+def _agent_id(attributes: str | None) -> str | None:
+    try:
+        value = json.loads(attributes or "{}").get(sc.GEN_AI_AGENT_ID)
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def metrics_endpoint(exposition: Exposition) -> APIRouter:
+    """``GET /metrics`` in the Prometheus text format."""
+    router = APIRouter(tags=["prometheus"])
+
+    @router.get("/metrics", include_in_schema=False)
+    def scrape() -> Response:
+        return Response(generate_latest(exposition.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return router

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from reach_collector.alerting.config import AlertingSetup, Route, Targets
 from reach_collector.alerting.delivery import Backoff, Delivery, DeliveryAttempt, Record, RetryQueue
@@ -229,7 +229,7 @@ class NotificationPipeline:
         return generator_url(self.external_url, self._generators.get(alert.alertname, "/api/alerts"))
 
     def _delivery(
-        self, alert: Alert, kind: str, url: str, body: dict[str, object], who: str, now: float
+        self, alert: Alert, kind: str, url: str, body: Mapping[str, Any], who: str, now: float
     ) -> Delivery:
         return Delivery(kind, url, body, alert.fingerprint, alert.alertname, who, created_at=now)
 

@@ -36,11 +36,20 @@ __all__ = [
 class Rule(Protocol):
     """What the evaluator needs from a rule (Prometheus: name, labels, ``for``, the query)."""
 
-    name: str
-    severity: str
-    for_s: float
-    keep_firing_for_s: float
-    generator_path: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def severity(self) -> str: ...
+
+    @property
+    def for_s(self) -> float: ...
+
+    @property
+    def keep_firing_for_s(self) -> float: ...
+
+    @property
+    def generator_path(self) -> str: ...  # the collector page that shows the rule's data
 
     def samples(self, now: float, data: AlertData) -> list[Sample]: ...
 

@@ -1,0 +1,59 @@
+"""``AlertData`` over the collector's store: windowed per-agent stats and last heartbeats as of
+any ``now`` (live or replayed), through the metric queries that own the SQL.
+
+Heartbeats come from OTLP ``heartbeat`` spans and, when given, from the ``POST /api/heartbeats``
+history (``api_heartbeats``); an agent's last heartbeat is the later of the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from reach_collector.alerting.data import AgentWindowStats, Heartbeat
+from reach_collector.metrics import agent_window_stats, last_heartbeats
+from reach_collector.store.base import TraceStore
+
+__all__ = ["StoreAlertData"]
+
+_NS = 1_000_000_000
+
+# now_ns, lookback_s → agent_id → Heartbeat (the last one at or before now)
+ApiHeartbeats = Callable[[int, float], Mapping[str, Heartbeat]]
+
+
+class StoreAlertData:
+    def __init__(
+        self,
+        store: TraceStore,
+        *,
+        api_heartbeats: ApiHeartbeats | None = None,
+        heartbeat_lookback_s: float = 86400.0,
+    ) -> None:
+        self._store = store
+        self._api = api_heartbeats
+        self._lookback = heartbeat_lookback_s
+
+    def agent_stats(self, now: float, window_s: float) -> Mapping[str, AgentWindowStats]:
+        rows = agent_window_stats(self._store, int(now * _NS), window_s)
+        return {
+            agent: AgentWindowStats(
+                int(row["calls"]),
+                int(row["errors"]),
+                None if row["p99_ms"] is None else float(row["p99_ms"]),
+                row["service"],
+            )
+            for agent, row in rows.items()
+        }
+
+    def heartbeats(self, now: float) -> Mapping[str, Heartbeat]:
+        now_ns = int(now * _NS)
+        beats = {
+            agent: Heartbeat(seen)
+            for agent, seen in last_heartbeats(self._store, now_ns, self._lookback).items()
+        }
+        if self._api is not None:
+            for agent, beat in self._api(now_ns, self._lookback).items():
+                known = beats.get(agent)
+                if known is None or beat.last_seen > known.last_seen:
+                    beats[agent] = beat
+        return beats

@@ -233,9 +233,10 @@ class Exposition(Collector):
             else:
                 self._alerts.pop(key, None)
 
-    def spans_received(self, accepted: int, rejected: int = 0) -> None:
+    def spans_received(self, received: int, rejected: int = 0) -> None:
+        """One ingest request: spans received (rejected ones included) and how many were rejected."""
         with self._lock:
-            self._received += accepted + rejected
+            self._received += received
             self._rejected += rejected
 
     def set_queue_depth(self, spans: int | Callable[[], int]) -> None:

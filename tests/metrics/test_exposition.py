@@ -180,7 +180,8 @@ def test_agent_labels_are_bounded() -> None:
     exposition.observe(table(rows))
     got = _samples(exposition)
     agents = {dict(k[1])["agent"] for k in got if k[0] == "reach_agent_calls_total"}
-    assert agents == {"agent-0", "agent-1", "agent-2", "other"}
+    # Which three get their own label within one batch is arbitrary; the rest share "other".
+    assert len(agents) == 4 and "other" in agents and agents <= {f"agent-{i}" for i in range(10)} | {"other"}
     assert _get(got, "reach_agent_calls_total", agent="other", operation=sc.OP_AGENT, status="ok") == 7
 
 

@@ -94,7 +94,10 @@ class AlertEngine:
         return self.setup.alerting.interval_s
 
     def tick(self, now: float | None = None) -> list[Transition]:
-        """Evaluate every rule at ``now``, record the transitions, send what is owed."""
+        """Evaluate every rule at ``now``, record the transitions, send what is owed.
+
+        Call from one loop thread. HTTP happens outside the lock, so API calls (ack, list) never
+        wait on a slow receiver."""
         with self._lock:
             now = self.clock() if now is None else now
             transitions = self.evaluator.evaluate(now, self.data)
@@ -104,16 +107,16 @@ class AlertEngine:
                     "alert %s %s: %s → %s", t.alertname, t.labels, t.from_state.value, t.to_state.value
                 )
             alerts = self.evaluator.alerts()
-            if self.pusher is not None:
-                self.pusher.push(now, alerts)
-            self.pipeline.process(now, alerts)
+            self.pipeline.plan(now, alerts)
             self.last_tick = now
-            return transitions
+        if self.pusher is not None:
+            self.pusher.push(now, alerts)
+        self.pipeline.flush(now)
+        return transitions
 
     def flush(self, now: float | None = None) -> list[DeliveryAttempt]:
-        """Attempt due retries without evaluating."""
-        with self._lock:
-            return self.pipeline.flush(self.clock() if now is None else now)
+        """Attempt due retries without evaluating (from the loop thread, like ``tick``)."""
+        return self.pipeline.flush(self.clock() if now is None else now)
 
     def next_wakeup(self) -> float | None:
         """When the loop should call again: the next evaluation or the next due retry."""

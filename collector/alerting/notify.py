@@ -90,6 +90,11 @@ class NotificationPipeline:
 
     def process(self, now: float, alerts: Sequence[Alert]) -> list[DeliveryAttempt]:
         """Plan what is owed for these alerts, then attempt every due delivery."""
+        self.plan(now, alerts)
+        return self.queue.flush(now)
+
+    def plan(self, now: float, alerts: Sequence[Alert]) -> None:
+        """Queue what is owed for these alerts (no I/O besides the P2 log line)."""
         live = [a for a in alerts if a.state in (AlertState.FIRING, AlertState.RESOLVED)]
         muted = inhibited(alerts)
         for alert in live:
@@ -109,7 +114,6 @@ class NotificationPipeline:
             self._page(alert, route, episode, now)
         keep = {a.fingerprint for a in live}
         self._episodes = {fp: e for fp, e in self._episodes.items() if fp in keep}
-        return self.queue.flush(now)
 
     def flush(self, now: float) -> list[DeliveryAttempt]:
         """Attempt the deliveries whose retry time has come (between evaluations)."""

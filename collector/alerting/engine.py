@@ -52,6 +52,7 @@ class AlertEngine:
         external_url: str = "http://127.0.0.1:4318",
         backoff: Backoff | None = None,
         rules: Sequence[Rule] | None = None,
+        on_transition: Sequence[Callable[[Transition], None]] = (),
         logger: logging.Logger | None = None,
     ) -> None:
         self.setup = setup
@@ -86,6 +87,7 @@ class AlertEngine:
             if am_url
             else None
         )
+        self._listeners = list(on_transition)  # e.g. the /metrics alert-state gauges
         self.last_tick: float | None = None
         self._lock = threading.Lock()
 
@@ -103,6 +105,8 @@ class AlertEngine:
             transitions = self.evaluator.evaluate(now, self.data)
             for t in transitions:
                 self.history.record_transition(t)
+                for listener in self._listeners:
+                    listener(t)
                 self._log.info(
                     "alert %s %s: %s → %s", t.alertname, t.labels, t.from_state.value, t.to_state.value
                 )

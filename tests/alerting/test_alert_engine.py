@@ -15,12 +15,14 @@ from reach_collector.config import ConfigError, Settings
 def test_alerts_body_by_state_and_gauges() -> None:
     clock = FakeClock()
     history = MemoryHistory()
+    seen: list[str] = []
     eng = AlertEngine(
         load_alerting({}),
         failing_between(T0, T0 + 10 * MIN),
         sender=RecordingSender(),
         history=history,
         clock=clock,
+        on_transition=[lambda t: seen.append(t.to_state.value)],
     )
     eng.tick()
     (pending,) = eng.alerts("pending")["alerts"]
@@ -51,6 +53,7 @@ def test_alerts_body_by_state_and_gauges() -> None:
     assert eng.alerts("resolved")["alerts"][0]["resolved_at"] == "2026-01-05T08:10:00Z"
     assert eng.state_gauges()[0][1] == 0.0
     assert [t.to_state.value for t in history.transitions] == ["pending", "firing", "resolved"]
+    assert seen == ["pending", "firing", "resolved"]
     with pytest.raises(ValueError, match="state: expected pending, firing or resolved"):
         eng.alerts("inactive")
 

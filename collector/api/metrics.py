@@ -71,7 +71,7 @@ def metrics_router(
         step_s = _window(step, "step", _DEFAULT_STEP)
         now_s = clock()
         try:
-            end_ns = parse_time_ns(until, now_s) if until else now_ns()
+            end_ns = parse_time_ns(until, now_s) if until else int(now_s * 1_000_000_000)
             since_ns = parse_time_ns(since if since else _DEFAULT_SINCE, now_s)
         except ValueError as exc:
             raise HTTPException(400, f"since/until: {exc}") from None

@@ -186,10 +186,19 @@ def build_engine(
     sender: Sender | None = None,
     clock: Callable[[], float] = time.time,
     external_url: str | None = None,
+    on_transition: Sequence[Callable[[Transition], None]] = (),
 ) -> AlertEngine:
     """The engine for a collector's settings (raises ConfigError naming the file and key)."""
     setup = from_settings(settings)
     for warning in setup.warnings:
         log.warning("%s: %s", settings.source, warning)
     url = external_url or f"http://{settings.host}:{settings.port}"
-    return AlertEngine(setup, data, sender=sender, history=history, clock=clock, external_url=url)
+    return AlertEngine(
+        setup,
+        data,
+        sender=sender,
+        history=history,
+        clock=clock,
+        external_url=url,
+        on_transition=on_transition,
+    )

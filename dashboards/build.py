@@ -1,6 +1,7 @@
 """Generate the Grafana dashboards (`python dashboards/build.py`): one source, two committed copies.
 
-The panel definitions live in `definitions.py`; this module owns the Grafana JSON model (panels,
+The panels live in `overview.py`, `multi_agent.py` and `collector_health.py` (PromQL pieces in
+`promql.py`); this module owns the Grafana JSON model (panels,
 variables, layout, data links) and writes every dashboard to `reach_otel/_dashboards/` (package
 data that `reach-otel dashboards import|export` reads) and to `dashboards/grafana/` (for people who
 import by hand or provision from a checkout). A test checks that both copies equal a fresh build.
@@ -273,10 +274,13 @@ def build_all() -> dict[str, dict[str, Any]]:
     """File name → dashboard model, for every dashboard."""
     sys.path.insert(0, str(HERE))
     try:
-        import definitions
+        import collector_health
+        import multi_agent
+        import overview
     finally:
         sys.path.remove(str(HERE))
-    return {f"{d.uid}.json": render(d) for d in definitions.DASHBOARDS}
+    dashboards = (overview.OVERVIEW, multi_agent.MULTI_AGENT, collector_health.COLLECTOR)
+    return {f"{d.uid}.json": render(d) for d in dashboards}
 
 
 def dump(model: dict[str, Any]) -> str:

@@ -1,0 +1,231 @@
+"""The multi-agent dashboard: handoffs, efficiency, hops, loops, tokens and cost (§0, §11)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from build import COLLECTOR_URL_VARIABLE, Dashboard, Panel, textbox
+from promql import (
+    ACCEPTED,
+    HANDOFFS,
+    HOPS,
+    LE_2,
+    LOOPS,
+    RANGE,
+    RI,
+    TOKENS,
+    cost,
+    handoff_share,
+    histogram_quantile,
+)
+
+MULTI_AGENT: Final = Dashboard(
+    uid="reach-multi-agent",
+    title="reach-otel / Multi-agent",
+    description="Handoffs and their efficiency, hops per request, loops, tokens and estimated cost.",
+    extra_variables=(
+        COLLECTOR_URL_VARIABLE,
+        textbox(
+            "input_price", "Input USD / 1M tokens", "0.15", "Price of 1M input tokens for the cost panels."
+        ),
+        textbox(
+            "output_price", "Output USD / 1M tokens", "0.60", "Price of 1M output tokens for the cost panels."
+        ),
+    ),
+    panels=(
+        Panel(
+            "stat",
+            "Handoffs per minute",
+            "Agent-to-agent handoffs started by the selected agents, per "
+            "minute. A jump without more requests usually means agents bounce work between each other.",
+            [(f'sum(rate({HANDOFFS}{{source=~"$agent"}}{RI})) * 60', "handoffs/min")],
+            "reqpm",
+            (("blue", None),),
+            width=6,
+            height=4,
+        ),
+        Panel(
+            "stat",
+            "Handoff efficiency",
+            "Handoffs resolved at the target (status committed) / handoffs "
+            "triggered over the time range. Below 80 % the receiving agents reject or fail much of "
+            "what they get.",
+            [(handoff_share('status="committed"'), "efficiency")],
+            "percentunit",
+            (("red", None), ("orange", 0.8), ("green", 0.95)),
+            width=6,
+            height=4,
+            min=0,
+            max=1,
+        ),
+        Panel(
+            "stat",
+            "Loop rate",
+            "Handoffs that detected a ping-pong loop (A→B→A→B) per request with an "
+            "agent span, over the time range. Anything above 0 wastes tokens; above 5 % is a routing bug.",
+            [
+                (
+                    f"(sum(increase({LOOPS}{RANGE})) or vector(0)) / sum(increase({HOPS}_count{RANGE}))",
+                    "loops/request",
+                )
+            ],
+            "percentunit",
+            (("green", None), ("orange", 0.01), ("red", 0.05)),
+            width=6,
+            height=4,
+            min=0,
+        ),
+        Panel(
+            "stat",
+            "Requests within 2 hops",
+            "Share of requests that needed at most 2 handoffs over the "
+            "time range. The goal is 95 %; below it, routing sends requests through too many agents.",
+            [
+                (
+                    f"sum(increase({HOPS}_bucket{{{LE_2}}}{RANGE})) / sum(increase({HOPS}_count{RANGE}))",
+                    "within 2 hops",
+                )
+            ],
+            "percentunit",
+            (("red", None), ("orange", 0.9), ("green", 0.95)),
+            width=6,
+            height=4,
+            min=0,
+            max=1,
+        ),
+        Panel(
+            "timeseries",
+            "Handoffs by route",
+            "Handoffs per minute by source → target agent. A pair "
+            "that grows in both directions is a loop in the making.",
+            [
+                (
+                    f'sum by (source, target) (rate({HANDOFFS}{{source=~"$agent"}}{RI})) * 60',
+                    "{{source}} → {{target}}",
+                )
+            ],
+            "reqpm",
+            stack=True,
+        ),
+        Panel(
+            "timeseries",
+            "Handoff outcome rates",
+            "Acceptance (accepted, running, committed or failed / "
+            "all), commit (committed / accepted), unknown (unknown or expired / all) and escalation "
+            "(mode escalate / all). Rising unknown means targets time out; rising escalation means "
+            "agents give up.",
+            [
+                (handoff_share(f'status=~"{ACCEPTED}"', RI), "acceptance"),
+                (
+                    f'(sum(increase({HANDOFFS}{{source=~"$agent", status="committed"}}{RI})) or vector(0)) / '
+                    f'sum(increase({HANDOFFS}{{source=~"$agent", status=~"{ACCEPTED}"}}{RI}))',
+                    "commit",
+                ),
+                (handoff_share('status=~"unknown|expired"', RI), "unknown"),
+                (handoff_share('mode="escalate"', RI), "escalation"),
+            ],
+            "percentunit",
+            min=0,
+            max=1,
+        ),
+        Panel(
+            "bargauge",
+            "Hop-count distribution",
+            "Requests by number of handoffs (cumulative buckets: "
+            '"≤ 2" counts every request with at most 2 hops) over the time range. Most mass should '
+            "sit at ≤ 2.",
+            [(f"sum by (le) (increase({HOPS}_bucket{RANGE}))", "≤ {{le}}")],
+            "short",
+            width=12,
+            instant=True,
+            heatmap_format=True,
+        ),
+        Panel(
+            "timeseries",
+            "Hops per request (P50 / P95 / P99)",
+            "Percentiles of handoffs per request. "
+            "Watch P99: near the hop limit (default 5) requests are about to be cut off.",
+            [(histogram_quantile(q, f"{HOPS}_bucket"), f"P{int(q * 100)}") for q in (0.5, 0.95, 0.99)],
+            "short",
+            (("green", None), ("orange", 3.0), ("red", 5.0)),
+            min=0,
+        ),
+        Panel(
+            "bargauge",
+            "Loops detected by agent",
+            "Loop detections by the agent whose handoff closed "
+            "the cycle, over the time range. Open its traces to see the visited path.",
+            [(f'sum by (agent) (increase({LOOPS}{{agent=~"$agent"}}{RANGE}))', "{{agent}}")],
+            "short",
+            (("green", None), ("orange", 1.0), ("red", 10.0)),
+            instant=True,
+            agent_links=True,
+        ),
+        Panel(
+            "timeseries",
+            "Tokens per agent",
+            "LLM tokens per minute by agent and type (input/output), "
+            "attributed to the agent that made the call. Find the agent that eats the budget.",
+            [(f'sum by (agent, type) (rate({TOKENS}{{agent=~"$agent"}}{RI})) * 60', "{{agent}} {{type}}")],
+            "suffix: tok/min",
+            stack=True,
+            agent_links=True,
+        ),
+        Panel(
+            "bargauge",
+            "Token share per agent",
+            "Each agent's input + output tokens / all agents' tokens "
+            "over the time range. One agent above 50 % is where cost work pays off first.",
+            [
+                (
+                    f'sum by (agent) (increase({TOKENS}{{agent=~"$agent"}}{RANGE})) / '
+                    f"scalar(sum(increase({TOKENS}{RANGE})))",
+                    "{{agent}}",
+                )
+            ],
+            "percentunit",
+            (("green", None), ("orange", 0.5)),
+            instant=True,
+            min=0,
+            max=1,
+            agent_links=True,
+        ),
+        Panel(
+            "bargauge",
+            "Tokens per model",
+            "Input and output tokens by model over the time range.",
+            [(f'sum by (model, type) (increase({TOKENS}{{agent=~"$agent"}}{RANGE}))', "{{model}} {{type}}")],
+            "short",
+            instant=True,
+        ),
+        Panel(
+            "bargauge",
+            "Estimated cost per agent",
+            "Tokens over the time range × the dashboard's price "
+            "variables (USD per 1M input / output tokens; one price for every model). The collector's "
+            "/api/metrics/agents applies its per-model price table instead.",
+            [
+                (
+                    cost("agent"),
+                    "{{agent}}",
+                )
+            ],
+            "currencyUSD",
+            instant=True,
+            agent_links=True,
+        ),
+        Panel(
+            "bargauge",
+            "Estimated cost per model",
+            "Tokens by model over the time range × the price variables (USD per 1M tokens).",
+            [
+                (
+                    cost("model"),
+                    "{{model}}",
+                )
+            ],
+            "currencyUSD",
+            instant=True,
+        ),
+    ),
+)

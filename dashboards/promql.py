@@ -1,0 +1,58 @@
+"""PromQL building blocks shared by the dashboards: series names, selectors, thresholds.
+
+Series are those of the collector's `/metrics` (collector/exposition.py). `$__rate_interval` for
+rates, `$__range` for totals over the picked time range; `$agent` is a regex (All = `.*`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+CALLS: Final = "reach_agent_calls_total"
+DURATION: Final = "reach_agent_call_duration_seconds_bucket"
+TOKENS: Final = "reach_agent_tokens_total"
+HANDOFFS: Final = "reach_handoffs_total"
+LOOPS: Final = "reach_loops_detected_total"
+HOPS: Final = "reach_request_hops"
+AGENT_SEL: Final = 'operation="invoke_agent", agent=~"$agent"'
+RI: Final = "[$__rate_interval]"
+RANGE: Final = "[$__range]"
+ACCEPTED: Final = "accepted|running|committed|failed"  # handoffs the target took on (§11)
+# The "≤ 2 hops" bucket: Prometheus 2 keeps le="2.0" as exposed, Prometheus 3 normalises it to "2".
+LE_2: Final = 'le=~"2|2\\\\.0"'
+
+# Thresholds that mirror the alert rules (§4): P0 below 50 % success, P1 above 1.5 × 10 s.
+SUCCESS_STEPS: Final = (("red", None), ("orange", 0.5), ("green", 0.95))
+LATENCY_STEPS: Final = (("green", None), ("orange", 10.0), ("red", 15.0))
+HEARTBEAT_STEPS: Final = (("green", None), ("orange", 35.0), ("red", 60.0))
+
+
+def ok_rate(by: str = "agent") -> str:
+    return f'sum by ({by}) (rate({CALLS}{{{AGENT_SEL}, status="ok"}}{RI}))'
+
+
+def all_rate(by: str = "agent") -> str:
+    return f"sum by ({by}) (rate({CALLS}{{{AGENT_SEL}}}{RI}))"
+
+
+def quantile(q: float, by: str = "agent") -> str:
+    return f"histogram_quantile({q}, sum by ({by}, le) (rate({DURATION}{{{AGENT_SEL}}}{RI})))"
+
+
+def handoff_share(selector: str, window: str = RANGE) -> str:
+    """Share of handoffs (from the selected agents) matching ``selector``; 0 when none match."""
+    base = 'source=~"$agent"'
+    part = f"sum(increase({HANDOFFS}{{{base}, {selector}}}{window}))"
+    return f"({part} or vector(0)) / sum(increase({HANDOFFS}{{{base}}}{window}))"
+
+
+def cost(by: str) -> str:
+    """Estimated USD by ``by`` over the range: tokens × the dashboard's price variables."""
+    sel = 'agent=~"$agent"'
+    tin = f'increase({TOKENS}{{type="input", {sel}}}{RANGE}) * $input_price'
+    tout = f'increase({TOKENS}{{type="output", {sel}}}{RANGE}) * $output_price'
+    return f"sum by ({by}) (({tin}) or ({tout})) / 1e6"
+
+
+def histogram_quantile(q: float, bucket: str) -> str:
+    return f"histogram_quantile({q}, sum by (le) (rate({bucket}{RI})))"

@@ -1,0 +1,153 @@
+"""Helpers for the dashboards tests: the Prometheus tools (Debian packages, installed when
+missing), a collector with the Tempo router on loopback, and dashboard JSON walking."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from reach_collector.api.tempo import tempo_router
+from reach_collector.app import create_app
+from reach_collector.config import Settings
+from reach_collector.store.duckdb_store import DuckDBStore
+from servers import ServerThread
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = ROOT / "dashboards"
+GRAFANA_DIR = DASHBOARDS / "grafana"
+PACKAGES = ("prometheus", "prometheus-alertmanager")
+
+
+@dataclass(frozen=True)
+class PromTools:
+    promtool: str
+    amtool: str
+    prometheus: str
+    alertmanager: str
+
+
+def _find() -> PromTools | None:
+    found = {
+        "promtool": shutil.which("promtool"),
+        "amtool": shutil.which("amtool"),
+        "prometheus": shutil.which("prometheus"),
+        # Debian names the Alertmanager binary after its package.
+        "alertmanager": shutil.which("alertmanager") or shutil.which("prometheus-alertmanager"),
+    }
+    if all(found.values()):
+        return PromTools(**{k: str(v) for k, v in found.items()})
+    return None
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"Prometheus tools unavailable on CI: {reason}")
+    pytest.skip(reason)
+
+
+def ensure_prometheus_tools() -> PromTools:
+    """The tools, installing Debian's packages first when they are missing and we are root."""
+    tools = _find()
+    if tools is not None:
+        return tools
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        _unavailable("promtool/amtool/prometheus missing and apt-get as root is not available")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        ["apt-get", "update"],
+        ["apt-get", "install", "-y", "--no-install-recommends", *PACKAGES],
+    ):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            _unavailable(f"{' '.join(command)} failed: {(done.stderr or done.stdout).strip()[-500:]}")
+    tools = _find()
+    if tools is None:
+        _unavailable(f"installed {', '.join(PACKAGES)} but the binaries are still not on PATH")
+    assert tools is not None
+    return tools
+
+
+class ObservingStore:
+    """Stands in for the writer → /metrics wiring while app.py does not have it: after each
+    commit it feeds the batch to the exposition, as the real writer hook will."""
+
+    def __init__(self, inner: DuckDBStore, exposition: Any) -> None:
+        self.inner = inner
+        self.exposition = exposition
+
+    def write(self, table: pa.Table, parts: pa.Table) -> None:
+        started = time.perf_counter()
+        self.inner.write(table, parts)
+        self.exposition.observe_write(time.perf_counter() - started)
+        self.exposition.spans_received(table.num_rows)
+        self.exposition.observe(table)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@dataclass
+class TestCollector:
+    url: str
+    store: DuckDBStore
+    app: Any
+    server: ServerThread
+    metrics_wired: bool  # True when create_app serves /metrics itself
+    closers: list[Any] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.server.stop()
+        self.store.close()
+
+
+def _serves(app: Any, path: str) -> bool:
+    return any(getattr(route, "path", None) == path for route in app.routes)
+
+
+def start_test_collector(db: Path, **settings: Any) -> TestCollector:
+    """create_app over a DuckDB file in tmp, plus the Tempo router (and /metrics if missing)."""
+    store = DuckDBStore(db)
+    base = replace(Settings(db=str(db)), retention_s=0, **settings)
+    app = create_app(base, store=store)
+    wired = _serves(app, "/metrics")
+    if not wired:
+        from reach_collector.exposition import Exposition, metrics_endpoint
+
+        app.state.writer.close()  # this app is replaced by one with the stand-in wiring
+        exposition = Exposition(store)
+        app = create_app(base, store=ObservingStore(store, exposition))  # type: ignore[arg-type]
+        writer = app.state.writer
+        exposition.set_queue_depth(lambda: writer.pending_spans)
+        app.include_router(metrics_endpoint(exposition))
+    if not _serves(app, "/tempo/api/echo"):
+        app.include_router(tempo_router(store))
+    server = ServerThread(app).start()
+    return TestCollector(server.url, store, app, server, wired)
+
+
+# --- dashboard JSON ------------------------------------------------------------------------------
+def load_dashboards(directory: Path = GRAFANA_DIR) -> dict[str, dict[str, Any]]:
+    return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))}
+
+
+def panels(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every panel, including those nested in collapsed rows."""
+    for panel in dashboard.get("panels", []):
+        yield panel
+        yield from panel.get("panels", [])
+
+
+def substitute(expr: str, variables: dict[str, str]) -> str:
+    """Grafana's variables → concrete values, longest names first ($__rate_interval before $__range)."""
+    for name in sorted(variables, key=len, reverse=True):
+        expr = expr.replace("${" + name + "}", variables[name]).replace("$" + name, variables[name])
+    return expr

@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-import httpx
 import pytest
+from metrics_helpers import Served
 from reach_collector.api.metrics import metrics_router
 from reach_collector.app import create_app
 from reach_collector.config import Settings
@@ -21,16 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))
 from collector_helpers import ServerThread
 
 PRICES = {"fake-model": {"input": 1.0, "output": 2.0}}
-
-
-@dataclass
-class Served:
-    url: str
-    store: DuckDBStore
-    exposition: Exposition
-
-    def get(self, path: str, **params: str) -> httpx.Response:
-        return httpx.get(self.url + path, params=params, timeout=10)
 
 
 @pytest.fixture

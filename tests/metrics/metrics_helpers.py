@@ -6,10 +6,13 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import httpx
 import pyarrow as pa
+from reach_collector.exposition import Exposition
 from reach_collector.store import schema
 from reach_collector.store.duckdb_store import DuckDBStore
 
@@ -90,3 +93,15 @@ def write(store: DuckDBStore, rows: list[dict[str, Any]] | pa.Table) -> None:
         store.write(batch, _parts(batch))  # type: ignore[call-arg]
     else:
         store.write(batch)
+
+
+@dataclass
+class Served:
+    """A running collector with the metrics routers mounted (see conftest.served)."""
+
+    url: str
+    store: DuckDBStore
+    exposition: Exposition
+
+    def get(self, path: str, **params: str) -> httpx.Response:
+        return httpx.get(self.url + path, params=params, timeout=10)

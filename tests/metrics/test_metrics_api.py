@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Served
+from metrics_helpers import Served
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 

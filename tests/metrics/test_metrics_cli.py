@@ -8,8 +8,7 @@ import json
 import socket
 
 import pytest
-from conftest import Served
-from metrics_helpers import new_span_id, new_trace_id, span, write
+from metrics_helpers import Served, new_span_id, new_trace_id, span, write
 from reach_collector.cli_metrics import register
 
 from reach_otel import semconv as sc

@@ -50,11 +50,11 @@ class Hist:
 
 
 def histogram_family(
-    name: str, doc: str, labels: list[str], bounds: tuple[float, ...], series: Mapping[tuple[str, ...], Hist]
+    name: str, doc: str, labels: list[str], bounds: tuple[float, ...], series: Mapping[Any, Hist]
 ) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, doc, labels=labels)
     for key, hist in sorted(series.items()):
         cumulative = np.cumsum(hist.buckets)
-        le = [*(floatToGoString(b) for b in bounds), "+Inf"]
+        le = [*(floatToGoString(b) for b in bounds), "+Inf"]  # type: ignore[no-untyped-call]
         family.add_metric(list(key), list(zip(le, cumulative.tolist(), strict=True)), hist.sum)
     return family

@@ -139,8 +139,8 @@ class Exposition(Collector):
         names = ("agent", "op", "err", "b", "s_count", "s_sum")
         for agent, op, err, b, n, total in zip(*(grouped.column(c).to_pylist() for c in names), strict=True):
             key = (self._agent(agent), str(op))
-            status = "error" if err else "ok"
-            self._calls[(*key, status)] = self._calls.get((*key, status), 0) + n
+            counter = (key[0], key[1], "error" if err else "ok")
+            self._calls[counter] = self._calls.get(counter, 0) + n
             hist = self._durations.get(key)
             if hist is None:
                 hist = self._durations[key] = Hist(len(DURATION_BUCKETS))
@@ -265,8 +265,8 @@ class Exposition(Collector):
             "reach_agent_calls", "Spans by agent, operation and status (handoffs excluded).",
             labels=["agent", "operation", "status"],
         )  # fmt: skip
-        for key, n in sorted(self._calls.items()):
-            calls.add_metric(list(key), n)
+        for call, n in sorted(self._calls.items()):
+            calls.add_metric(list(call), n)
         yield calls
         yield histogram_family(
             "reach_agent_call_duration_seconds", "Span duration by agent and operation.",
@@ -275,15 +275,15 @@ class Exposition(Collector):
         tokens = CounterMetricFamily(
             "reach_agent_tokens", "LLM tokens by agent, model and type.", labels=["agent", "model", "type"]
         )
-        for key, n in sorted(self._tokens.items()):
-            tokens.add_metric(list(key), n)
+        for token, n in sorted(self._tokens.items()):
+            tokens.add_metric(list(token), n)
         yield tokens
         handoffs = CounterMetricFamily(
             "reach_handoffs", "Handoff spans by source, target, final status and mode.",
             labels=["source", "target", "status", "mode"],
         )  # fmt: skip
-        for key, n in sorted(self._handoffs.items()):
-            handoffs.add_metric(list(key), n)
+        for handoff, n in sorted(self._handoffs.items()):
+            handoffs.add_metric(list(handoff), n)
         yield handoffs
         loops = CounterMetricFamily(
             "reach_loops_detected", "Handoffs that detected a loop.", labels=["agent"]

@@ -71,6 +71,7 @@ class Exposition(Collector):
         max_agents: int = 100,
         window_s: float = 60.0,
         heartbeat_lookback_s: float = 86400.0,
+        thresholds_ms: Mapping[str, float] | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self._store = store
@@ -90,6 +91,7 @@ class Exposition(Collector):
         self._pending: OrderedDict[str, list[int]] = OrderedDict()  # trace → [handoffs, agent spans]
         self._alerts: dict[tuple[str, str, str, str], str] = {}
         self._heartbeats: dict[str, float] = {}
+        self._thresholds: dict[str, float] = dict(thresholds_ms or {})
         self._received = 0
         self._rejected = 0
         self._queue_depth = 0
@@ -239,6 +241,11 @@ class Exposition(Collector):
             self._received += received
             self._rejected += rejected
 
+    def set_latency_thresholds(self, thresholds_ms: Mapping[str, float]) -> None:
+        """Per-agent P99 thresholds (config ``alerting.thresholds``, ms), exported for the P1 rule."""
+        with self._lock:
+            self._thresholds = dict(thresholds_ms)
+
     def set_queue_depth(self, spans: int | Callable[[], int]) -> None:
         """Spans waiting to be committed: a number, or a callback read at scrape."""
         with self._lock:
@@ -321,6 +328,12 @@ class Exposition(Collector):
         for key, state in sorted(self._alerts.items()):
             alerts.add_metric([*key, state], 1.0)
         yield alerts
+        limits = GaugeMetricFamily(
+            "reach_agent_latency_threshold_seconds", "Configured P99 threshold per agent.", labels=["agent"]
+        )
+        for agent, ms in sorted(self._thresholds.items()):
+            limits.add_metric([agent], ms / 1000.0)
+        yield limits
 
     def _window_gauges(self) -> list[Metric]:
         success = GaugeMetricFamily(

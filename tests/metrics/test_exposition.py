@@ -147,7 +147,7 @@ def test_heartbeats_alerts_and_health(tmp_path: Path) -> None:
         attributes={sc.GEN_AI_AGENT_ID: "billing-1"},
     )
     write(store, [beat])
-    exposition = Exposition(store, clock=lambda: NOW_NS / 1e9)
+    exposition = Exposition(store, clock=lambda: NOW_NS / 1e9, thresholds_ms={"billing": 2000})
     exposition.record_heartbeat("tech-1", NOW_NS / 1e9 - 5)
     exposition.set_alert_state("ReachSuccessRateLow", "P0", {"agent": "billing", "service": "svc"}, "firing")
     exposition.set_alert_state("ReachP99LatencyHigh", "P1", {"agent": "tech", "service": "svc"}, "pending")
@@ -163,6 +163,7 @@ def test_heartbeats_alerts_and_health(tmp_path: Path) -> None:
     labels = {"alertname": "ReachSuccessRateLow", "severity": "P0", "agent": "billing", "service": "svc"}
     assert _get(got, "reach_alert_state", **labels, alertstate="firing") == 1
     assert not [k for k in got if k[0] == "reach_alert_state" and ("agent", "tech") in k[1]]
+    assert _get(got, "reach_agent_latency_threshold_seconds", agent="billing") == 2.0
     assert _get(got, "reach_collector_spans_received_total") == 100
     assert _get(got, "reach_collector_spans_rejected_total") == 3
     assert _get(got, "reach_collector_queue_spans") == 42

@@ -79,7 +79,7 @@ def datasource_variable() -> dict[str, Any]:
 
 
 def agent_variable() -> dict[str, Any]:
-    query = "label_values(reach_agent_calls_total, agent)"
+    query = 'label_values(reach_agent_calls_total{operation="invoke_agent"}, agent)'
     return {
         "name": "agent",
         "label": "Agent",

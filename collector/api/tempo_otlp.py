@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from google.protobuf import json_format
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 __all__ = ["to_traces_data", "trace_by_id_response", "traces_json"]
 
@@ -61,7 +64,7 @@ def _fill_span(span: Span, row: Mapping[str, Any]) -> None:
     if row["parent_span_id"]:
         span.parent_span_id = bytes.fromhex(row["parent_span_id"])
     span.name = row["name"] or ""
-    span.kind = int(row["kind"] or 0)  # stored as the OTLP enum value
+    span.kind = cast("Span.SpanKind.ValueType", int(row["kind"] or 0))  # stored as the OTLP enum value
     span.start_time_unix_nano = int(row["start_ns"])
     span.end_time_unix_nano = int(row["end_ns"])
     if row.get("trace_state"):
@@ -81,7 +84,8 @@ def _fill_span(span: Span, row: Mapping[str, Any]) -> None:
         if link.get("trace_state"):
             ln.trace_state = link["trace_state"]
         add_attributes(ln.attributes, link.get("attributes") or {})
-    span.status.code = int(row["status_code"]) if 0 <= int(row["status_code"]) <= 2 else 0
+    code = int(row["status_code"])
+    span.status.code = cast("Status.StatusCode.ValueType", code if 0 <= code <= 2 else 0)
     if row["status_message"]:
         span.status.message = row["status_message"]
 
@@ -122,7 +126,7 @@ def traces_json(data: TracesData) -> dict[str, Any]:
 
 def trace_by_id_response(data: TracesData) -> bytes:
     """``tempopb.TraceByIDResponse`` bytes: field 1 (length-delimited) holding the trace."""
-    trace = data.SerializeToString()
+    trace: bytes = data.SerializeToString()
     return b"\x0a" + _varint(len(trace)) + trace
 
 

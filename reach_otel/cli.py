@@ -7,6 +7,7 @@ Each command group lives with the code it drives; this module only wires them to
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -34,15 +35,22 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+_COMMAND_GROUPS = (
+    "reach_collector.cli",  # collector, trace, traces
+    "reach_collector.cli_metrics",  # metrics
+    "reach_otel.dashboards_cli",  # dashboards import / export
+)
+
+
 def _optional_registrations() -> list[Register]:
-    """Command groups owned by other packages, added when they import cleanly."""
+    """Command groups owned by other modules, added when they import cleanly."""
     found: list[Register] = []
-    try:
-        from reach_collector.cli import register as collector_register
-    except ImportError:
-        pass
-    else:
-        found.append(collector_register)
+    for module_name in _COMMAND_GROUPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.append(module.register)
     return found
 
 

@@ -179,3 +179,10 @@ def test_works_without_the_collector_extra() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "3"
+
+
+def test_the_reach_otel_command_has_the_dashboards_group(tmp_path: Path) -> None:
+    from reach_otel.cli import main
+
+    assert main(["dashboards", "export", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(packaged_dashboards())

@@ -203,18 +203,23 @@ class DuckDBStore:
                 "(max(last_end_ns) - min(first_start_ns)) >= ?",
                 int(f.min_duration_ms * 1e6),
             )
-        for key, value in f.attributes:
+        # Each attribute filter is one span scan, materialised once and used in both places.
+        ctes: list[str] = []
+        cte_params: list[Any] = []
+        for i, (key, value) in enumerate(f.attributes):
             span_where = ["json_extract_string(attributes, ?) = ?"]
-            span_params: list[Any] = [_json_path(key), value]
+            cte_params.extend([_json_path(key), value])
             if f.since_ns is not None:
                 span_where.append("start_ns >= ?")
-                span_params.append(f.since_ns)
-            sub = f"trace_id IN (SELECT trace_id FROM spans WHERE {' AND '.join(span_where)})"
-            both(sub, sub, *span_params)
+                cte_params.append(f.since_ns)
+            where = " AND ".join(span_where)
+            ctes.append(f"attr{i} AS MATERIALIZED (SELECT DISTINCT trace_id FROM spans WHERE {where})")
+            member = f"trace_id IN (SELECT trace_id FROM attr{i})"
+            both(member, member)
         row_filter = (" WHERE " + " AND ".join(row_where)) if row_where else ""
         having_sql = (" HAVING " + " AND ".join(having)) if having else ""
         sql = (
-            f"WITH top AS (SELECT trace_id FROM traces{row_filter} "
+            "WITH " + "".join(c + ", " for c in ctes) + f"top AS (SELECT trace_id FROM traces{row_filter} "
             "ORDER BY first_start_ns DESC, trace_id LIMIT ?), "
             "cand AS (SELECT trace_id FROM top UNION SELECT trace_id FROM trace_parts), "
             "merged AS (SELECT * FROM traces SEMI JOIN cand USING (trace_id) "
@@ -222,7 +227,7 @@ class DuckDBStore:
             f"SELECT {MERGED} FROM merged GROUP BY trace_id{having_sql} "
             "ORDER BY first_start_ns DESC, trace_id LIMIT ?"
         )
-        params = [*row_params, f.limit, *having_params, f.limit]
+        params = [*cte_params, *row_params, f.limit, *having_params, f.limit]
         rows = self._cursor().execute(sql, params).fetchall()
         out = []
         for row in rows:

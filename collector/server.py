@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from reach_collector.config import Settings, check_bind
@@ -51,21 +52,33 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     pool = start_pool(workers) if workers > 0 else None
     app = create_app(settings, store=store, pool=pool)
     grpc_server = None
+    grpc_port = 0
     try:
+        if settings.grpc_port:
+            try:
+                grpc_server, grpc_port = start_grpc(
+                    app.state.ingest,
+                    settings.host,
+                    settings.grpc_port,
+                    ingest_token=settings.ingest_token,
+                    query_token=settings.query_token,
+                )
+            except (OSError, RuntimeError) as exc:
+                raise StartupError(
+                    f"cannot listen for OTLP/gRPC on {settings.host}:{settings.grpc_port} ({exc}); "
+                    "choose another --grpc-port, or 0 to turn gRPC off"
+                ) from None
         port = sock.getsockname()[1]
         print(f"reach-otel collector listening on http://{settings.host}:{port} (OTLP/HTTP, API)", file=out)
-        if settings.grpc_port:
-            grpc_server, grpc_port = start_grpc(
-                app.state.ingest,
-                settings.host,
-                settings.grpc_port,
-                ingest_token=settings.ingest_token,
-                query_token=settings.query_token,
-            )
+        if grpc_server is not None:
             print(f"reach-otel collector listening on {settings.host}:{grpc_port} (OTLP/gRPC)", file=out)
         else:
             print("reach-otel collector: OTLP/gRPC off", file=out)
-        where = "in memory (nothing is kept after exit)" if settings.db == MEMORY else settings.db
+        where = (
+            "in memory (nothing is kept after exit)"
+            if settings.db == MEMORY
+            else str(Path(settings.db).resolve())
+        )
         print(f"reach-otel collector data: {where}; retention {settings.retention_s:g}s", file=out)
         if settings.auth_enabled:
             scopes = [n for n, t in (("ingest", settings.ingest_token), ("query", settings.query_token)) if t]

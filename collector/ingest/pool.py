@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Final
 
@@ -43,13 +46,32 @@ def from_ipc(payload: Payload) -> SpanBatch:
     )
 
 
+def _worker_init() -> None:
+    # Ctrl-C (or a TERM to the process group) reaches the workers too; the parent shuts the pool
+    # down in order, so they ignore it rather than dying mid-task. A dead parent closes their pipe.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Siblings keep the task queue's pipe open, so a worker never sees EOF when the collector is
+    # killed (-9): watch the parent instead, and leave with it.
+    parent = os.getppid()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
 def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
 def start_pool(workers: int) -> ProcessPoolExecutor:
     """Spawned (not forked) workers: the parent holds DuckDB and threads, which must not be forked."""
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+    )
     # Start every worker now, so the first requests do not pay for interpreter start-up.
     for future in [pool.submit(decode_to_ipc, _WARMUP, PROTOBUF, None, 1) for _ in range(workers)]:
         future.result()

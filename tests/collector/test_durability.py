@@ -47,6 +47,22 @@ def _start(db: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise AssertionError("collector did not become healthy")
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def _body(counter: itertools.count[int]) -> tuple[bytes, list[str]]:
     req = ExportTraceServiceRequest()
     scope = req.resource_spans.add().scope_spans.add()
@@ -70,6 +86,7 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path: Path) -> None:
     lock = threading.Lock()
     counter = itertools.count()
     rng = random.Random(7)
+    orphans: list[int] = []
     for _ in range(4):
         proc, url = _start(db)
         stop = threading.Event()
@@ -95,12 +112,19 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path: Path) -> None:
         for t in threads:
             t.start()
         time.sleep(rng.uniform(0.5, 1.5))
+        workers = _children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
+        orphans.extend(workers)
         stop.set()
         for t in threads:
             t.join(10)
     assert len(acknowledged) > 4 * SPANS_PER_REQUEST
+    # The decoder processes of a killed collector leave with it (none stay behind as orphans).
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in orphans) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in orphans if _alive(pid)]
     # Restart once more (WAL replay), then stop it cleanly and read the file directly.
     proc, url = _start(db)
     assert httpx.get(url + "/api/traces", timeout=5).status_code == 200
@@ -109,6 +133,5 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     stored = {row[0] for row in con.execute("SELECT span_id FROM spans").fetchall()}
     con.close()
-    print(f"acknowledged={len(acknowledged)} stored={len(stored)}")
     missing = acknowledged - stored
     assert not missing, f"{len(missing)} acknowledged spans lost"

@@ -1,4 +1,5 @@
-"""`create_app(settings, store=..., clock=...)`: wiring only — store, writer, routers, auth."""
+"""`create_app(settings, store=..., clock=...)`: wiring only — store, writer, exposition, routers,
+auth."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
 
+import pyarrow as pa
 from fastapi import FastAPI
 from reach_collector import __version__
 from reach_collector.api import health, otlp, traces
 from reach_collector.api.auth import AuthMiddleware
+from reach_collector.api.tempo import tempo_router
 from reach_collector.config import Settings
+from reach_collector.exposition import Exposition, metrics_endpoint
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
@@ -33,7 +37,15 @@ def create_app(
     settings = settings or Settings()
     owns_store = store is None
     store = store if store is not None else DuckDBStore(settings.db)
-    writer = writer or Writer(store, max_pending_spans=max_pending_spans)
+    alerting = settings.sections.get("alerting") or {}
+    exposition = Exposition(store, clock, thresholds_ms=alerting.get("thresholds") or {})
+
+    def observe(table: pa.Table, seconds: float) -> None:
+        exposition.observe_write(seconds)
+        exposition.observe(table)
+
+    writer = writer or Writer(store, max_pending_spans=max_pending_spans, on_commit=observe)
+    exposition.set_queue_depth(lambda: writer.pending_spans)
     retention = RetentionJob(writer, settings.retention_s, clock)
 
     @asynccontextmanager
@@ -52,9 +64,14 @@ def create_app(
     app.state.store = store
     app.state.writer = writer
     app.state.clock = clock
-    app.state.ingest = IngestService(writer, settings.max_body_bytes, pool)
+    app.state.ingest = IngestService(
+        writer, settings.max_body_bytes, pool, on_received=exposition.spans_received
+    )
     app.state.retention = retention
+    app.state.exposition = exposition
     for module in (health, otlp, traces):
         app.include_router(module.router)
+    app.include_router(tempo_router(store, clock))
+    app.include_router(metrics_endpoint(exposition))
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
     return app

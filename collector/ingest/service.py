@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -30,8 +31,15 @@ class IngestStats:
 
 
 class IngestService:
-    def __init__(self, writer: Writer, max_body_bytes: int, pool: ProcessPoolExecutor | None = None) -> None:
+    def __init__(
+        self,
+        writer: Writer,
+        max_body_bytes: int,
+        pool: ProcessPoolExecutor | None = None,
+        on_received: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.writer = writer
+        self._on_received = on_received  # (spans received, of which rejected), per request
         self.max_body_bytes = max_body_bytes
         self.pool = pool
         self.stats = IngestStats()
@@ -73,6 +81,8 @@ class IngestService:
         self.stats.requests += 1
         self.stats.spans_received += batch.accepted + batch.rejected
         self.stats.spans_rejected += batch.rejected
+        if self._on_received is not None:
+            self._on_received(batch.accepted + batch.rejected, batch.rejected)
         return batch
 
     def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:

@@ -65,8 +65,12 @@ class Writer:
         *,
         max_pending_spans: int = 262_144,
         max_batch_spans: int = 65_536,
+        on_commit: Callable[[pa.Table, float], None] | None = None,
     ) -> None:
         self._store = store
+        # Called on the writer thread after each committed batch (rows, seconds the commit took):
+        # the Prometheus exposition folds batches in here.
+        self._on_commit = on_commit
         self._max_pending = max_pending_spans
         self._max_batch = max_batch_spans
         self._queue: deque[_Item] = deque()
@@ -174,10 +178,16 @@ class Writer:
             log.warning("span batch commit failed: %s", exc)
             self._finish(items, rows, exc)
             return
-        self.stats.last_commit_seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        self.stats.last_commit_seconds = seconds
         self.stats.batches_committed += 1
         self.stats.spans_written += rows
         self._finish(items, rows, None)
+        if self._on_commit is not None:
+            try:
+                self._on_commit(pa.concat_tables(tables) if len(tables) > 1 else tables[0], seconds)
+            except Exception:  # observers must never stop ingest
+                log.exception("commit observer failed")
 
     def _finish(self, items: list[_Item], rows: int, exc: Exception | None) -> None:
         with self._cond:

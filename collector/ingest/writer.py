@@ -182,12 +182,13 @@ class Writer:
         self.stats.last_commit_seconds = seconds
         self.stats.batches_committed += 1
         self.stats.spans_written += rows
-        self._finish(items, rows, None)
         if self._on_commit is not None:
+            # Before the acknowledgements, so whoever got a 200 also sees the spans in /metrics.
             try:
                 self._on_commit(pa.concat_tables(tables) if len(tables) > 1 else tables[0], seconds)
             except Exception:  # observers must never stop ingest
                 log.exception("commit observer failed")
+        self._finish(items, rows, None)
 
     def _finish(self, items: list[_Item], rows: int, exc: Exception | None) -> None:
         with self._cond:

@@ -76,7 +76,7 @@ def test_openinference() -> None:
     llm = _p(
         {
             sc.OPENINFERENCE_SPAN_KIND: "LLM",
-            sc.OPENINFERENCE_LLM_MODEL_NAME: "claude",
+            sc.OPENINFERENCE_LLM_MODEL_NAME: "oi-model",
             sc.OPENINFERENCE_LLM_PROVIDER: "anthropic",
             sc.OPENINFERENCE_TOKEN_PROMPT: 5,
             sc.OPENINFERENCE_TOKEN_COMPLETION: 3,
@@ -85,7 +85,7 @@ def test_openinference() -> None:
     )
     assert (llm.operation, llm.model, llm.provider, llm.input_tokens, llm.output_tokens) == (
         "chat",
-        "claude",
+        "oi-model",
         "anthropic",
         5,
         3,

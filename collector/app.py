@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from reach_collector import __version__
 from reach_collector.api import health, otlp, traces
 from reach_collector.api.auth import AuthMiddleware
+from reach_collector.api.metrics import metrics_router
 from reach_collector.api.tempo import tempo_router
 from reach_collector.config import Settings
 from reach_collector.exposition import Exposition, metrics_endpoint
@@ -72,6 +73,7 @@ def create_app(
     for module in (health, otlp, traces):
         app.include_router(module.router)
     app.include_router(tempo_router(store, clock))
+    app.include_router(metrics_router(store, clock, settings.prices))
     app.include_router(metrics_endpoint(exposition))
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
     return app

@@ -111,6 +111,10 @@ REACH_GATE_NAME: Final = "reach.gate.name"
 REACH_GATE_LIMIT: Final = "reach.gate.limit"
 REACH_GATE_OBSERVED: Final = "reach.gate.observed"
 
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+
 # --- events --------------------------------------------------------------------------------------
 EVENT_HOP_LIMIT_EXCEEDED: Final = "reach.hop.limit_exceeded"
 EVENT_LOOP_DETECTED: Final = "reach.loop.detected"
@@ -132,9 +136,11 @@ INVOKE_BAGGAGE: Final = "baggage"
 # --- other instrumentations' keys, normalised by the collector at ingest ------------------------
 TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_REQUEST_TYPE: Final = "llm.request.type"
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 OPENINFERENCE_LLM_MODEL_NAME: Final = "llm.model_name"
 OPENINFERENCE_LLM_PROVIDER: Final = "llm.provider"
+OPENINFERENCE_LLM_SYSTEM: Final = "llm.system"
 OPENINFERENCE_TOKEN_PROMPT: Final = "llm.token_count.prompt"
 OPENINFERENCE_TOKEN_COMPLETION: Final = "llm.token_count.completion"
 OPENINFERENCE_TOOL_NAME: Final = "tool.name"

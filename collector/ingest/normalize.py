@@ -12,12 +12,11 @@ from typing import Any, Final, NamedTuple
 
 from reach_otel import semconv as sc
 
-# Keys other instrumentations write that reach_otel.semconv does not (yet) name.
-TRACELOOP_REQUEST_TYPE: Final = "llm.request.type"
-OPENINFERENCE_LLM_SYSTEM: Final = "llm.system"
-EXCEPTION_TYPE: Final = "exception.type"
-EXCEPTION_EVENT: Final = "exception"
-EXCEPTION_MESSAGE: Final = "exception.message"
+TRACELOOP_REQUEST_TYPE: Final = sc.TRACELOOP_REQUEST_TYPE
+OPENINFERENCE_LLM_SYSTEM: Final = sc.OPENINFERENCE_LLM_SYSTEM
+EXCEPTION_TYPE: Final = sc.EXCEPTION_TYPE
+EXCEPTION_EVENT: Final = sc.EXCEPTION_EVENT
+EXCEPTION_MESSAGE: Final = sc.EXCEPTION_MESSAGE
 
 # traceloop.span.kind → gen_ai.operation.name
 _TRACELOOP_KINDS: Final = {

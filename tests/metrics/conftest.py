@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from metrics_helpers import Served
-from reach_collector.api.metrics import metrics_router
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.exposition import Exposition, metrics_endpoint
@@ -28,8 +27,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
     db = tmp_path / "traces.duckdb"
     store = DuckDBStore(db)
     exposition = Exposition(store, clock=time.time, window_s=300)
-    app = create_app(replace(Settings(db=str(db)), retention_s=0), store=store)
-    app.include_router(metrics_router(store, time.time, PRICES))
+    app = create_app(replace(Settings(db=str(db), prices=PRICES), retention_s=0), store=store)
     app.include_router(metrics_endpoint(exposition))
     server = ServerThread(app)
     server.start()

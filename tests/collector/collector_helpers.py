@@ -3,10 +3,7 @@ running collector, and OTel SDK tracer providers wired to the real OTLP exporter
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +11,6 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pytest
-import uvicorn
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -34,34 +30,6 @@ class RunningCollector:
 
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
         return httpx.post(self.url + path, timeout=10, **kwargs)
-
-
-class ServerThread:
-    """uvicorn serving an app on an already-bound loopback socket, in a background thread."""
-
-    def __init__(self, app: Any) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=lambda: asyncio.run(self.server.serve(sockets=[self.sock])), daemon=True
-        )
-
-    def start(self) -> None:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("collector did not start")
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
-        self.sock.close()
 
 
 def tracer_provider(exporter: Any, service: str = "billing-agent", **resource: Any) -> tuple[Any, Any]:

@@ -17,7 +17,7 @@ from reach_collector.exposition import Exposition, metrics_endpoint
 from reach_collector.store.duckdb_store import DuckDBStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))
-from collector_helpers import ServerThread
+from servers import ServerThread
 
 PRICES = {"fake-model": {"input": 1.0, "output": 2.0}}
 

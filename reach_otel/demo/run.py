@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from rich.table import Table
 
 import reach_otel
 from reach_otel.demo.pager import Pager
-from reach_otel.demo.support import SupportDesk
+from reach_otel.demo.support import MODEL, SupportDesk
 from reach_otel.demo.traffic import drive
 
 DEFAULT_DB = "./reach-data/demo.duckdb"
@@ -40,6 +41,8 @@ def demo_config(pager: Pager, start: datetime) -> str:
     midnight = start.replace(hour=0, minute=0, second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%S")
     return f"""# reach-otel demo: alert durations are shortened so the alerts fire within one short run.
 time_zone: UTC
+prices:
+  {MODEL}: {{input: 0.15, output: 0.60}}
 alerting:
   interval: 1s
   registry: {pager.url}/registry
@@ -211,7 +214,7 @@ def _show_multi_agent(collector: Collector, console: Console) -> None:
     console.print(table)
 
 
-def _show_alerts(collector: Collector, pager: Pager, console: Console) -> None:
+def _show_alerts(collector: Collector, console: Console, *, pager: Pager) -> None:
     alerts = collector.get("/api/alerts")["alerts"]
     table = Table(title="alerts")
     for column in ("severity", "alert", "agent", "state", "fired at", "summary"):
@@ -242,7 +245,8 @@ def _section(show: Any, collector: Collector, console: Console) -> None:
     try:
         show(collector, console)
     except QueryError as exc:
-        console.print(f"[yellow]{getattr(show, '__name__', 'section').lstrip('_')}: not available ({exc})")
+        name = getattr(getattr(show, "func", show), "__name__", "section").removeprefix("_show_")
+        console.print(f"[yellow]{name}: not available ({exc})")
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -276,7 +280,7 @@ def run_demo(args: argparse.Namespace) -> int:
             time.sleep(3)  # one more alert evaluation over the last spans
             for section in (_show_trace, _show_golden, _show_multi_agent):
                 _section(section, collector, console)
-            _section(lambda c, out: _show_alerts(c, pager, out), collector, console)
+            _section(functools.partial(_show_alerts, pager=pager), collector, console)
             if args.serve:
                 console.rule("serving")
                 console.print(

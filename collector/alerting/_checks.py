@@ -7,24 +7,12 @@ from datetime import date, datetime, timezone
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from reach_collector import config as _config
 from reach_collector.config import ConfigError, parse_duration
 
-
-def mapping(value: Any, key: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
-    for k in value:
-        if not isinstance(k, str):
-            raise ConfigError(f"{key}: keys must be strings, got {k!r}")
-    return value
-
-
-def only(section: Mapping[str, Any], key: str, allowed: set[str]) -> None:
-    for name in section:
-        if name not in allowed:
-            raise ConfigError(f"{key}.{name}: unknown key (expected one of {', '.join(sorted(allowed))})")
+# The collector's own validators, shared so every config error reads the same way.
+mapping = _config._mapping
+only = _config._only
 
 
 def duration(spec: Mapping[str, Any], name: str, key: str, default: float, positive: bool = False) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import wrapt
 
@@ -35,16 +35,34 @@ class Request:
     system: Any = None
 
 
-class Accumulator(Protocol):
-    """Folds stream chunks into the attributes, usage and text of the whole response."""
+class StreamAccumulator:
+    """What every provider's stream accumulator keeps, and the attributes it ends with."""
 
-    input_tokens: int | None
-    output_tokens: int | None
-    text: list[str]
+    def __init__(self, keep_text: bool = False) -> None:
+        self.keep_text = keep_text
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.text: list[str] = []
+        self.model: str | None = None
+        self.response_id: str | None = None
+        self.reasons: list[str] = []
+        self.tools: list[str] = []
 
-    def add(self, chunk: Any) -> None: ...
+    def add(self, chunk: Any) -> None:
+        raise NotImplementedError
 
-    def attributes(self) -> dict[str, Any]: ...
+    def attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        if isinstance(self.model, str):
+            attrs[sc.GEN_AI_RESPONSE_MODEL] = self.model
+        if isinstance(self.response_id, str):
+            attrs[sc.GEN_AI_RESPONSE_ID] = self.response_id
+        if self.reasons:
+            attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = self.reasons
+        tools = [t for t in self.tools if isinstance(t, str)]
+        if tools:
+            attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = tools
+        return attrs
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,7 @@ class LLMSpec:
     response: Callable[[Any], Iterator[tuple[str, Any]]]  # extra attributes of a whole response
     output_messages: Callable[[Any], Any]
     error_code: Callable[[BaseException], str | None]
-    accumulator: Callable[[bool], Accumulator]  # argument: keep the text (content capture is on)
+    accumulator: Callable[[bool], StreamAccumulator]  # argument: keep the text (content capture is on)
     operation: str = sc.OP_CHAT
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # may adjust the call's kwargs
 

@@ -9,7 +9,7 @@ from reach_otel import semconv as sc
 from reach_otel.extract import llm_response_attributes, output_messages
 from reach_otel.instrumentation._extract import field as _get
 from reach_otel.instrumentation._extract import request_params, server_of
-from reach_otel.instrumentation._llm import Request
+from reach_otel.instrumentation._llm import Request, StreamAccumulator
 
 
 def messages_request(instance: Any, kwargs: dict[str, Any]) -> Request:
@@ -46,18 +46,8 @@ def error_code(exc: BaseException) -> str | None:
     return code if isinstance(code, str) and code else None
 
 
-class MessageAccumulator:
+class MessageAccumulator(StreamAccumulator):
     """Folds Anthropic stream events (message_start … message_stop)."""
-
-    def __init__(self, keep_text: bool = False) -> None:
-        self.keep_text = keep_text
-        self.input_tokens: int | None = None
-        self.output_tokens: int | None = None
-        self.text: list[str] = []
-        self.model: str | None = None
-        self.response_id: str | None = None
-        self.reasons: list[str] = []
-        self.tools: list[str] = []
 
     def add(self, event: Any) -> None:
         kind = _get(event, "type")
@@ -83,19 +73,6 @@ class MessageAccumulator:
             out = _get(_get(event, "usage"), "output_tokens")
             if isinstance(out, int):
                 self.output_tokens = out
-
-    def attributes(self) -> dict[str, Any]:
-        attrs: dict[str, Any] = {}
-        if isinstance(self.model, str):
-            attrs[sc.GEN_AI_RESPONSE_MODEL] = self.model
-        if isinstance(self.response_id, str):
-            attrs[sc.GEN_AI_RESPONSE_ID] = self.response_id
-        if self.reasons:
-            attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = self.reasons
-        tools = [t for t in self.tools if isinstance(t, str)]
-        if tools:
-            attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = tools
-        return attrs
 
 
 __all__ = ["MessageAccumulator", "error_code", "messages_request", "output_messages", "response_attributes"]

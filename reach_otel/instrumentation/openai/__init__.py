@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
@@ -25,6 +26,7 @@ def is_active() -> bool:
 
 
 def _specs(include_usage: bool) -> tuple[LLMSpec, LLMSpec]:
+    """Chat completions and the responses API: the same extraction, their own request shapes."""
     chat = LLMSpec(
         provider="openai",
         request=extract.chat_request,
@@ -34,15 +36,7 @@ def _specs(include_usage: bool) -> tuple[LLMSpec, LLMSpec]:
         accumulator=extract.ChatAccumulator,
         prepare=extract.with_usage_in_stream if include_usage else None,
     )
-    responses = LLMSpec(
-        provider="openai",
-        request=extract.responses_request,
-        response=extract.response_attributes,
-        output_messages=extract.response_output,
-        error_code=extract.error_code,
-        accumulator=extract.ChatAccumulator,
-    )
-    return chat, responses
+    return chat, replace(chat, request=extract.responses_request, prepare=None)
 
 
 class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]

@@ -9,7 +9,7 @@ from reach_otel import semconv as sc
 from reach_otel.extract import finish_reasons, llm_response_attributes, output_messages, usage_tokens
 from reach_otel.instrumentation._extract import field as _get
 from reach_otel.instrumentation._extract import request_params, server_of
-from reach_otel.instrumentation._llm import Request
+from reach_otel.instrumentation._llm import Request, StreamAccumulator
 
 
 def chat_request(instance: Any, kwargs: dict[str, Any]) -> Request:
@@ -100,22 +100,12 @@ def error_code(exc: BaseException) -> str | None:
     return code if isinstance(code, str) and code else None
 
 
-class ChatAccumulator:
+class ChatAccumulator(StreamAccumulator):
     """Folds ``chat.completion.chunk`` objects (and responses API stream events).
 
     ``add`` runs once per chunk on the application's thread, so the common case — an SDK chunk
     object — reads its fields directly; dicts and responses API events take the general path.
     """
-
-    def __init__(self, keep_text: bool = False) -> None:
-        self.keep_text = keep_text
-        self.input_tokens: int | None = None
-        self.output_tokens: int | None = None
-        self.text: list[str] = []
-        self.model: str | None = None
-        self.response_id: str | None = None
-        self.reasons: list[str] = []
-        self.tools: list[str] = []
 
     def add(self, chunk: Any) -> None:
         choices = getattr(chunk, "choices", None)
@@ -181,16 +171,3 @@ class ChatAccumulator:
                 self.tools.append(name)
         if self.keep_text and not self.text and isinstance(_get(response, "output_text"), str):
             self.text.append(_get(response, "output_text"))
-
-    def attributes(self) -> dict[str, Any]:
-        attrs: dict[str, Any] = {}
-        if isinstance(self.model, str):
-            attrs[sc.GEN_AI_RESPONSE_MODEL] = self.model
-        if isinstance(self.response_id, str):
-            attrs[sc.GEN_AI_RESPONSE_ID] = self.response_id
-        if self.reasons:
-            attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = self.reasons
-        tools = [t for t in self.tools if isinstance(t, str)]
-        if tools:
-            attrs[sc.REACH_LLM_TOOL_CALLS_REQUESTED] = tools
-        return attrs

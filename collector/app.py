@@ -1,5 +1,5 @@
-"""`create_app(settings, store=..., clock=...)`: wiring only — store, writer, exposition, routers,
-auth."""
+"""`create_app(settings, store=..., clock=...)`: wiring only — store, writer, exposition, alerting,
+routers, auth."""
 
 from __future__ import annotations
 
@@ -11,15 +11,24 @@ from contextlib import asynccontextmanager
 import pyarrow as pa
 from fastapi import FastAPI
 from reach_collector import __version__
+from reach_collector.alert_loop import AlertLoop
+from reach_collector.alerting.engine import build_engine
+from reach_collector.alerting.state import Transition
+from reach_collector.alerting.store_data import StoreAlertData
+from reach_collector.alerting.webhook import HttpSender, Sender
 from reach_collector.api import health, otlp, traces
+from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
+from reach_collector.api.heartbeats import heartbeats_router
 from reach_collector.api.metrics import metrics_router
+from reach_collector.api.oncall import oncall_router
 from reach_collector.api.tempo import tempo_router
 from reach_collector.config import Settings
 from reach_collector.exposition import Exposition, metrics_endpoint
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
+from reach_collector.store.alert_history import DuckDBHistory
 from reach_collector.store.base import TraceStore
 from reach_collector.store.duckdb_store import DuckDBStore
 
@@ -32,9 +41,13 @@ def create_app(
     writer: Writer | None = None,
     max_pending_spans: int = 262_144,
     pool: ProcessPoolExecutor | None = None,
+    alert_loop: bool = True,
+    sender: Sender | None = None,
 ) -> FastAPI:
     """Build the collector's ASGI app. A store passed in is left open on shutdown (the caller owns
-    it); one the app opens itself is closed. ``pool`` (owned by the caller) decodes off-process."""
+    it); one the app opens itself is closed. ``pool`` (owned by the caller) decodes off-process.
+    ``alert_loop=False`` leaves evaluation to the caller (``app.state.alerts.tick(now)``);
+    ``sender`` replaces the HTTP notifier. Raises ConfigError for a bad alerting section."""
     settings = settings or Settings()
     owns_store = store is None
     store = store if store is not None else DuckDBStore(settings.db)
@@ -49,12 +62,44 @@ def create_app(
     exposition.set_queue_depth(lambda: writer.pending_spans)
     retention = RetentionJob(writer, settings.retention_s, clock)
 
+    # Alerting: history in DuckDB (written on the writer thread), state picked up after a restart.
+    history = DuckDBHistory(store, run=writer.call)
+    http_sender = HttpSender() if sender is None else None
+
+    def gauge(t: Transition) -> None:
+        exposition.set_alert_state(t.alertname, t.severity, t.labels, t.to_state.value)
+
+    try:
+        engine = build_engine(
+            settings,
+            StoreAlertData(store, api_heartbeats=store.last_api_heartbeats),
+            history=history,
+            sender=sender or http_sender,
+            clock=clock,
+            on_transition=[gauge],
+        )
+    except BaseException:
+        writer.close()
+        if http_sender is not None:
+            http_sender.close()
+        raise
+    restored, acks = history.active()
+    engine.restore(restored, acks)
+    for alert in restored:
+        exposition.set_alert_state(alert.alertname, alert.severity, alert.labels, alert.state.value)
+    loop = AlertLoop(engine, clock)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         retention.start()
+        if alert_loop:
+            loop.start()
         try:
             yield
         finally:
+            loop.stop()
+            if http_sender is not None:
+                http_sender.close()
             retention.stop()
             writer.close()
             if owns_store:
@@ -70,10 +115,16 @@ def create_app(
     )
     app.state.retention = retention
     app.state.exposition = exposition
+    app.state.alerts = engine
+    app.state.alert_history = history
+    app.state.alert_loop = loop
     for module in (health, otlp, traces):
         app.include_router(module.router)
     app.include_router(tempo_router(store, clock))
     app.include_router(metrics_router(store, clock, settings.prices))
     app.include_router(metrics_endpoint(exposition))
+    app.include_router(heartbeats_router(store, writer, engine, exposition, clock))
+    app.include_router(alerts_router(engine, history))
+    app.include_router(oncall_router(engine))
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
     return app

@@ -30,6 +30,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from reach_collector.alerting.config import from_settings
     from reach_collector.config import ConfigError, load, parse_duration
     from reach_collector.server import StartupError, serve
 
@@ -43,6 +44,7 @@ def run_serve(args: argparse.Namespace) -> int:
             retention_s=parse_duration(args.retention, "--retention") if args.retention else None,
             insecure_bind=True if args.insecure_bind else None,
         )
+        from_settings(settings)  # a bad alerting/users/schedules/routing section fails here, before binding
         serve(settings)
     except (ConfigError, StartupError) as exc:
         print(f"reach-otel collector: {exc}", file=sys.stderr)

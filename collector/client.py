@@ -31,6 +31,21 @@ def get_json(
     if params:
         url += "?" + urllib.parse.urlencode(params)
     request = urllib.request.Request(url, headers={"accept": "application/json"})
+    return _send(request, base_url, token, timeout)
+
+
+def post_json(base_url: str, path: str, body: Any, token: str | None = None, timeout: float = 30.0) -> Any:
+    """POST a JSON body and return the JSON answer; QueryError says what went wrong."""
+    request = urllib.request.Request(
+        base_url.rstrip("/") + path,
+        data=json.dumps(body).encode(),
+        headers={"accept": "application/json", "content-type": "application/json"},
+        method="POST",
+    )
+    return _send(request, base_url, token, timeout)
+
+
+def _send(request: urllib.request.Request, base_url: str, token: str | None, timeout: float) -> Any:
     token = token or os.environ.get("REACH_QUERY_TOKEN")
     if token:
         request.add_header("authorization", f"Bearer {token}")

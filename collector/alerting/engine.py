@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from reach_collector.alerting.config import AlertingSetup, from_settings
@@ -128,6 +128,18 @@ class AlertEngine:
         if self.last_tick is not None:
             candidates.append(self.last_tick + self.interval_s)
         return min((c for c in candidates if c is not None), default=None)
+
+    def restore(self, alerts: Sequence[Alert], acks: Mapping[tuple[str, float | None], str]) -> int:
+        """Pick up persisted pending/firing alerts (and their acks, keyed by fingerprint and
+        fired_at) at start. A restored firing alert is announced once more on the next tick —
+        at-least-once across restarts — but its ack still stops repeats and escalation."""
+        with self._lock:
+            restored = self.evaluator.restore(alerts)
+            for alert in alerts:
+                by = acks.get((alert.fingerprint, alert.fired_at))
+                if by is not None and alert.state is AlertState.FIRING:
+                    self.pipeline.acknowledge(alert, by)
+            return restored
 
     def acknowledge(self, fingerprint: str, by: str, now: float | None = None) -> Alert | None:
         """Ack a firing alert (stops repeats and escalation); None if no such firing alert."""

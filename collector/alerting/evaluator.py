@@ -7,7 +7,7 @@ they were and the error is kept as the rule's health, as Prometheus does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from reach_collector.alerting.data import AlertData, CachedData
@@ -76,6 +76,20 @@ class Evaluator:
         ]
         out.sort(key=lambda a: (a.severity, a.alertname, a.active_at, a.fingerprint))
         return out
+
+    def restore(self, alerts: Iterable[Alert]) -> int:
+        """Adopt pending and firing alerts persisted before a restart (Prometheus restores its
+        ``for`` state likewise); the next evaluation then continues or resolves them. Alerts of
+        rules that no longer exist are ignored. Returns how many were restored."""
+        restored = 0
+        for alert in alerts:
+            active = self._active.get(alert.alertname)
+            if active is None or alert.state not in (AlertState.PENDING, AlertState.FIRING):
+                continue
+            if alert.fingerprint not in active:
+                active[alert.fingerprint] = alert.snapshot()
+                restored += 1
+        return restored
 
     def find(self, fingerprint: str) -> Alert | None:
         for active in self._active.values():

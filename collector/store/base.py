@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
+from reach_collector.alerting.data import Heartbeat
 from reach_collector.store.duckdb_store import TraceFilter
 
 
@@ -17,12 +18,16 @@ class TraceStore(Protocol):
 
     def delete_older_than(self, cutoff_ns: int) -> int: ...
 
+    def append(self, table: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
     # reading: any thread
     def ping(self) -> bool: ...
 
     def trace_spans(self, trace_id: str) -> list[dict[str, Any]] | None: ...
 
     def search(self, f: TraceFilter) -> list[dict[str, Any]]: ...
+
+    def last_api_heartbeats(self, now_ns: int, lookback_s: float) -> dict[str, Heartbeat]: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 

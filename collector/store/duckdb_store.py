@@ -17,7 +17,8 @@ from typing import Any, Final
 
 import duckdb
 import pyarrow as pa
-from reach_collector.store.schema import COMPACT, DDL, MERGED, SPAN_NAMES, TRACE_COLUMNS
+from reach_collector.alerting.data import Heartbeat
+from reach_collector.store.schema import AUX_COLUMNS, COMPACT, DDL, MERGED, SPAN_NAMES, TRACE_COLUMNS
 
 MEMORY: Final = ":memory:"
 
@@ -68,20 +69,16 @@ class DuckDBStore:
     def write(self, table: pa.Table, parts: pa.Table) -> None:
         """Append span rows and their trace parts (store.schema) in one transaction."""
         con = self._con
-        con.register("reach_batch", table)
-        con.register("reach_parts", parts)
+        # Read by DuckDB's replacement scan (this frame's locals): cheaper than register/unregister.
+        reach_batch, reach_parts = table, parts  # noqa: F841
+        con.execute("BEGIN TRANSACTION")
         try:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                con.execute("INSERT INTO spans SELECT * FROM reach_batch")
-                con.execute("INSERT INTO trace_parts SELECT * FROM reach_parts")
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-        finally:
-            con.unregister("reach_batch")
-            con.unregister("reach_parts")
+            con.execute("INSERT INTO spans SELECT * FROM reach_batch")
+            con.execute("INSERT INTO trace_parts SELECT * FROM reach_parts")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
         self._parts_rows += parts.num_rows
 
     def maintain(self, idle: bool) -> None:
@@ -129,13 +126,45 @@ class DuckDBStore:
             deleted = con.execute("DELETE FROM spans WHERE end_ns < ?", [cutoff_ns]).fetchall()
             con.execute("DELETE FROM traces WHERE last_end_ns < ?", [cutoff_ns])
             con.execute("DELETE FROM trace_parts WHERE last_end_ns < ?", [cutoff_ns])
+            con.execute("DELETE FROM heartbeats WHERE time_ns < ?", [cutoff_ns])
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
         return int(deleted[0][0]) if deleted else 0
 
+    def append(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Append rows to one of the small side tables (heartbeats, alert history), in one
+        transaction; columns in ``schema.AUX_TABLES`` order."""
+        columns = AUX_COLUMNS.get(table)
+        if columns is None:
+            raise ValueError(f"unknown side table {table!r}")
+        if not rows:
+            return
+        con = self._con
+        marks = ", ".join("?" * len(columns))
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", list(rows))
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
     # --- reading (any thread) -------------------------------------------------------------------
+    def last_api_heartbeats(self, now_ns: int, lookback_s: float) -> dict[str, Heartbeat]:
+        """Agent id → its last ``POST /api/heartbeats`` in ``(now − lookback, now]``."""
+        rows = (
+            self._cursor()
+            .execute(
+                "SELECT agent_id, max(time_ns), arg_max(service, time_ns) FROM heartbeats "
+                "WHERE time_ns > ? AND time_ns <= ? GROUP BY agent_id",
+                [now_ns - int(lookback_s * 1_000_000_000), now_ns],
+            )
+            .fetchall()
+        )
+        return {agent: Heartbeat(int(t) / 1e9, service) for agent, t, service in rows}
+
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
         if cur is None:

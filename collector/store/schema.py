@@ -96,11 +96,34 @@ PARTS_ARROW_SCHEMA: Final = pa.schema(
     ]
 )
 
+# Small append-only tables beside the spans: POST /api/heartbeats, and the alert history (one row
+# per transition, delivery attempt and acknowledgement). Times are unix nanoseconds.
+AUX_TABLES: Final = {
+    "heartbeats": (
+        "agent_id VARCHAR, time_ns BIGINT, service VARCHAR, endpoint VARCHAR, capabilities VARCHAR"
+    ),
+    "alert_transitions": (
+        "time_ns BIGINT, alertname VARCHAR, severity VARCHAR, fingerprint VARCHAR, labels VARCHAR, "
+        "from_state VARCHAR, to_state VARCHAR, value DOUBLE, annotations VARCHAR, "
+        "active_at_ns BIGINT, fired_at_ns BIGINT, resolved_at_ns BIGINT"
+    ),
+    "alert_deliveries": (
+        "time_ns BIGINT, delivery_id BIGINT, kind VARCHAR, fingerprint VARCHAR, alertname VARCHAR, "
+        "recipient VARCHAR, url VARCHAR, attempt INTEGER, ok BOOLEAN, retryable BOOLEAN, "
+        "error VARCHAR, next_retry_at_ns BIGINT"
+    ),
+    "alert_acks": "fingerprint VARCHAR, acked_by VARCHAR, time_ns BIGINT, fired_at_ns BIGINT",
+}
+AUX_COLUMNS: Final = {
+    name: tuple(col.split()[0] for col in cols.split(", ")) for name, cols in AUX_TABLES.items()
+}
+
 DDL: Final = (
     f"CREATE TABLE IF NOT EXISTS spans (\n    {_span_cols}\n)",
     f"CREATE TABLE IF NOT EXISTS traces (\n    trace_id VARCHAR PRIMARY KEY,\n    {_TRACE_COLS}\n)",
     f"CREATE TABLE IF NOT EXISTS trace_parts (\n    trace_id VARCHAR,\n    {_TRACE_COLS}\n)",
     "CREATE TABLE IF NOT EXISTS reach_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    *(f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n)" for name, cols in AUX_TABLES.items()),
 )
 
 # Per-trace aggregates of a span table, in SQL (the decoder computes the same rows while it

@@ -1,0 +1,188 @@
+"""Alert history in DuckDB: the ``AlertHistory`` sink (transitions, delivery attempts, acks) and
+the reads that outlive a restart — past episodes for ``GET /api/alerts`` and the alerts to restore.
+
+Writes are handed to the ingest writer's thread (``run``, e.g. ``Writer.call``) so DuckDB keeps one
+writer; they are fire-and-forget for the alert loop, and a failure is logged, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any, Final
+
+from reach_collector.alerting.delivery import DeliveryAttempt
+from reach_collector.alerting.history import Acknowledgement
+from reach_collector.alerting.state import Alert, AlertState, Transition, iso
+from reach_collector.store.base import TraceStore
+
+__all__ = ["DuckDBHistory"]
+
+log = logging.getLogger("reach_collector.alerting")
+
+_NS: Final = 1_000_000_000
+# Transitions at the same instant (for: 0 goes inactive → pending → firing at once): later state wins.
+_RANK: Final = "CASE to_state WHEN 'pending' THEN 1 WHEN 'firing' THEN 2 WHEN 'resolved' THEN 3 ELSE 0 END"
+# The last transition of each episode (one fingerprint, one active_at).
+_EPISODES: Final = f"""
+SELECT fingerprint, alertname, severity, labels, annotations, to_state, value,
+       active_at_ns, fired_at_ns, resolved_at_ns, time_ns
+FROM alert_transitions
+QUALIFY row_number() OVER (
+    PARTITION BY fingerprint, active_at_ns ORDER BY time_ns DESC, {_RANK} DESC) = 1
+"""
+
+Run = Callable[[Callable[[Any], Any]], "Future[Any]"]
+
+
+def _ns(t: float | None) -> int | None:
+    return None if t is None else round(t * _NS)
+
+
+def _s(ns: int | None) -> float | None:
+    return None if ns is None else int(ns) / _NS
+
+
+class DuckDBHistory:
+    """``AlertHistory`` over the store's ``alert_*`` tables (schema.AUX_TABLES)."""
+
+    def __init__(self, store: TraceStore, run: Run | None = None) -> None:
+        self._store = store
+        self._run = run
+
+    # --- the AlertHistory protocol (the alert loop's thread) ------------------------------------
+    def record_transition(self, t: Transition) -> None:
+        row = (
+            _ns(t.time),
+            t.alertname,
+            t.severity,
+            t.fingerprint,
+            json.dumps(dict(t.labels), sort_keys=True),
+            t.from_state.value,
+            t.to_state.value,
+            float(t.value),
+            json.dumps(dict(t.annotations), sort_keys=True),
+            _ns(t.active_at),
+            _ns(t.fired_at),
+            _ns(t.resolved_at),
+        )
+        self._append("alert_transitions", row)
+
+    def record_delivery(self, a: DeliveryAttempt) -> None:
+        row = (
+            _ns(a.time),
+            a.delivery_id,
+            a.kind,
+            a.fingerprint,
+            a.alertname,
+            a.recipient,
+            a.url,
+            a.attempt,
+            a.ok,
+            a.retryable,
+            a.error,
+            _ns(a.next_retry_at),
+        )
+        self._append("alert_deliveries", row)
+
+    def record_ack(self, ack: Acknowledgement) -> None:
+        self._append("alert_acks", (ack.fingerprint, ack.by, _ns(ack.time), _ns(ack.fired_at)))
+
+    def _append(self, table: str, row: Sequence[Any]) -> None:
+        def task(_: Any) -> None:  # on the writer's thread; always this store (the writer may wrap it)
+            self._store.append(table, [row])
+
+        try:
+            if self._run is None:
+                task(self._store)
+                return
+            self._run(task).add_done_callback(_log_failure(table))
+        except Exception as exc:  # history must never stop evaluation or notification
+            log.warning("alert history: could not record a %s row: %s", table, exc)
+
+    # --- reads (any thread) ---------------------------------------------------------------------
+    def episodes(self, state: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+        """Persisted alert episodes in the ``GET /api/alerts`` element shape, newest first;
+        dropped pending episodes (last state inactive) are left out."""
+        where, params = "WHERE to_state <> 'inactive'", []
+        if state is not None:
+            where, params = "WHERE to_state = ?", [state]
+        rows = self._store.query(
+            f"WITH e AS ({_EPISODES}) SELECT e.*, "
+            "(SELECT last(acked_by ORDER BY time_ns) FROM alert_acks a "
+            " WHERE a.fingerprint = e.fingerprint AND a.fired_at_ns IS NOT DISTINCT FROM e.fired_at_ns) "
+            f"FROM e {where} ORDER BY time_ns DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [
+            {
+                "fingerprint": fp,
+                "alertname": name,
+                "severity": sev,
+                "labels": json.loads(labels),
+                "annotations": json.loads(annotations),
+                "state": to_state,
+                "value": value,
+                "active_at": iso(_s(active)),
+                "fired_at": iso(_s(fired)),
+                "resolved_at": iso(_s(resolved)),
+                "acknowledged_by": acked,
+            }
+            for fp, name, sev, labels, annotations, to_state, value, active, fired, resolved, _, acked in rows
+        ]
+
+    def active(self) -> tuple[list[Alert], dict[tuple[str, float | None], str]]:
+        """What was pending or firing when the collector stopped, and the acks of those episodes
+        (``(fingerprint, fired_at) → by``): the state a restarted engine picks up again."""
+        rows = self._store.query(
+            f"SELECT * FROM ({_EPISODES}) WHERE to_state IN ('pending', 'firing') "
+            "QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY time_ns DESC) = 1"
+        )
+        alerts = [
+            Alert(
+                alertname=name,
+                severity=sev,
+                labels=json.loads(labels),
+                fingerprint=fp,
+                state=AlertState(to_state),
+                active_at=int(active) / _NS,
+                value=float(value),
+                annotations=json.loads(annotations),
+                fired_at=_s(fired),
+                last_evaluated=int(time_ns) / _NS,
+            )
+            for fp, name, sev, labels, annotations, to_state, value, active, fired, _, time_ns in rows
+        ]
+        acks = {
+            (fp, _s(fired)): by
+            for fp, by, fired in self._store.query(
+                "SELECT fingerprint, last(acked_by ORDER BY time_ns), fired_at_ns FROM alert_acks "
+                "GROUP BY fingerprint, fired_at_ns"
+            )
+        }
+        return alerts, acks
+
+    def deliveries(self, fingerprint: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+        """Delivery attempts, oldest first (optionally of one alert)."""
+        where, params = ("WHERE fingerprint = ?", [fingerprint]) if fingerprint else ("", [])
+        rows = self._store.query(
+            f"SELECT time_ns, kind, fingerprint, alertname, recipient, url, attempt, ok, retryable, "
+            f"error FROM alert_deliveries {where} ORDER BY time_ns, delivery_id, attempt LIMIT ?",
+            [*params, limit],
+        )
+        keys = ("time", "kind", "fingerprint", "alertname", "recipient", "url", "attempt", "ok")
+        return [
+            {**dict(zip(keys, (iso(_s(r[0])), *r[1:8]), strict=True)), "retryable": r[8], "error": r[9]}
+            for r in rows
+        ]
+
+
+def _log_failure(table: str) -> Callable[[Future[Any]], None]:
+    def done(future: Future[Any]) -> None:
+        exc = future.exception()
+        if exc is not None:
+            log.warning("alert history: could not record a %s row: %s", table, exc)
+
+    return done

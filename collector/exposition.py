@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final
@@ -49,13 +50,13 @@ DURATION_BUCKETS: Final = (
 )
 HOP_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 16.0)
 WRITE_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-_HOP_BOUNDS: Final = np.asarray(HOP_BUCKETS)
 _WRITE_BOUNDS: Final = np.asarray(WRITE_BUCKETS)
 _HANDOFF_STATES: Final = frozenset(
     {"created", "accepted", "rejected", "running", "committed", "failed", "unknown", "expired"}
 )
 _MODES: Final = frozenset({"delegate", "consult", "takeover", "escalate", "pass_control", "return_to_caller"})
 _ALERT_STATES: Final = frozenset({"pending", "firing"})
+_JSON_COLUMNS: Final = ["attributes", "events", "links", "resource", "scope"]
 _PENDING_TRACES: Final = 100_000  # traces whose root has not arrived yet, for the hop histogram
 
 
@@ -104,23 +105,22 @@ class Exposition(Collector):
         """Fold one committed batch of span rows (store.schema columns) into the series."""
         if table.num_rows == 0:
             return
-        cols = {name: table.column(name) for name in table.column_names}
-        op = cols["operation"]
+        narrow = table.drop_columns(_JSON_COLUMNS)  # a filter copies every column it keeps
+        op = narrow.column("operation")
         counted = pc.and_(pc.is_valid(op), pc.not_equal(op, sc.OP_HANDOFF))
-        calls = table.filter(pc.fill_null(counted, False))
+        calls = narrow.filter(pc.fill_null(counted, False))
         with self._lock:
             if calls.num_rows:
                 self._observe_calls(calls)
-            llm = table.filter(pc.fill_null(pc.is_in(op, pa.array(sc.LLM_OPERATIONS)), False))
+            llm = narrow.filter(pc.fill_null(pc.is_in(op, pa.array(sc.LLM_OPERATIONS)), False))
             if llm.num_rows:
                 self._observe_tokens(llm)
-            handoffs = table.filter(pc.fill_null(pc.equal(op, sc.OP_HANDOFF), False))
+            handoffs = narrow.filter(pc.fill_null(pc.equal(op, sc.OP_HANDOFF), False))
             if handoffs.num_rows:
                 self._observe_handoffs(handoffs)
-            self._observe_hops(table)
-            beats = table.filter(pc.equal(cols["name"], sc.HEARTBEAT_SPAN_NAME))
-            if beats.num_rows:
-                self._observe_heartbeats(beats)
+            self._observe_hops(narrow)
+            if pc.any(is_beat := pc.equal(table.column("name"), sc.HEARTBEAT_SPAN_NAME)).as_py():
+                self._observe_heartbeats(table.select(["attributes", "end_ns"]).filter(is_beat))
 
     def _observe_calls(self, calls: pa.Table) -> None:
         seconds = calls.column("duration_ms").to_numpy(zero_copy_only=False) / 1000.0
@@ -203,8 +203,9 @@ class Exposition(Collector):
                 done.append(tid)
         for tid in done:
             handoffs, agent_spans, _ = self._pending.pop(tid, (0, 0, 0))
-            if agent_spans:
-                self._hops.observe(_HOP_BOUNDS, handoffs)
+            if agent_spans:  # Hist.observe, without a numpy call per trace
+                self._hops.buckets[bisect_left(HOP_BUCKETS, handoffs)] += 1
+                self._hops.sum += handoffs
         while len(self._pending) > _PENDING_TRACES:
             self._pending.popitem(last=False)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from reach_otel.demo.support import Request, SupportDesk
 
 NORMAL = {"invoice": 40, "refund": 8, "outage": 15, "chitchat": 20, "pingpong": 4, "bad_invoice": 3}
-INCIDENT = {"invoice": 8, "refund": 50, "outage": 15, "chitchat": 15, "pingpong": 4, "bad_invoice": 3}
+INCIDENT = {"invoice": 3, "refund": 80, "outage": 15, "chitchat": 10, "pingpong": 4, "bad_invoice": 3}
 
 
 def pick(mix: dict[str, int], rng: random.Random) -> str:

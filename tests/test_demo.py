@@ -1,0 +1,72 @@
+"""`reach-otel demo` end to end: its output shows every behaviour, and the collector's API agrees
+afterwards (P0, P1 and P2 alerts, a loop, a handoff chain), from the DuckDB file it leaves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from collector_process import CollectorProcess
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_", "OPENAI_"))}
+    env["COLUMNS"] = "200"
+    out = subprocess.run(
+        [sys.executable, "-m", "reach_otel", "demo", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout, db
+
+
+def test_demo_output_shows_every_behaviour(demo: tuple[str, Path]) -> None:
+    text, _ = demo
+    assert "one request, as a trace" in text
+    assert "loop detected" in text and "hop limit exceeded" in text
+    assert "golden metrics per agent" in text and "BillingAgent" in text
+    assert "handoffs:" in text and "tokens per agent" in text
+    for alert in ("ReachSuccessRateLow", "ReachP99LatencyHigh", "ReachAgentHeartbeatLost"):
+        assert alert in text
+    paged = text.split("who was paged", 1)[1]
+    assert "P0 ReachSuccessRateLow agent=BillingAgent" in paged
+    assert "P1 ReachP99LatencyHigh agent=TechSupportAgent" in paged
+    assert "ReachAgentHeartbeatLost" not in paged.split("deregistered")[0]  # P2 pages nobody
+    assert "deregistered from the routing table (no page): ReportingAgent" in paged
+    assert "Traceback" not in text
+
+
+def test_collector_api_agrees_afterwards(demo: tuple[str, Path], tmp_path: Path) -> None:
+    _, db = demo
+    with CollectorProcess(db) as collector:
+        alerts = collector.get("/api/alerts")["alerts"]
+        fired = {(a["alertname"], a["labels"].get("agent")) for a in alerts if a.get("fired_at")}
+        assert ("ReachSuccessRateLow", "BillingAgent") in fired
+        assert ("ReachP99LatencyHigh", "TechSupportAgent") in fired
+        assert ("ReachAgentHeartbeatLost", "ReportingAgent") in fired
+        traces = collector.get("/api/traces", agent="BillingAgent", limit=1000)["traces"]
+        looped = max(traces, key=lambda t: t["hops"])
+        assert looped["hops"] == 7
+        trace = collector.get(f"/api/traces/{looped['trace_id']}")
+    handoffs = sorted(
+        (s for s in trace["spans"] if s["name"].startswith("handoff ")),
+        key=lambda s: s["attributes"]["reach.hop.count"],
+    )
+    chain = [
+        (h["attributes"]["reach.handoff.source"], h["attributes"]["reach.handoff.target"]) for h in handoffs
+    ]
+    assert chain[:3] == [
+        ("TriageAgent", "BillingAgent"),
+        ("BillingAgent", "TriageAgent"),
+        ("TriageAgent", "BillingAgent"),
+    ]
+    events = {e["name"] for h in handoffs for e in h["events"]}
+    assert {"reach.loop.detected", "reach.hop.limit_exceeded"} <= events

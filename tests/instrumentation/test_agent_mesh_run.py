@@ -56,6 +56,7 @@ def test_one_trace_across_three_services(tmp_path: Path) -> None:
             OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
             OPENAI_BASE_URL=llm.openai_base_url,
             OPENAI_API_KEY="test",
+            MESH_HEARTBEAT_EVERY="1",
             DATA_URL=f"http://127.0.0.1:{ports['data']}",
             CONTENT_URL=f"http://127.0.0.1:{ports['content']}",
         )
@@ -90,11 +91,13 @@ def test_one_trace_across_three_services(tmp_path: Path) -> None:
                     }:
                         break
                 time.sleep(0.3)
+            registered = {a["agent_id"]: a["status"] for a in collector.get("/api/agents")["agents"]}
         finally:
             for proc in procs:
                 proc.terminate()
                 proc.wait(timeout=15)
 
+    assert registered == {"GatewayAgent": "live", "DataAgent": "live", "ContentAgent": "live"}
     spans = found["spans"]
     trace_id = found["trace_id"]
     assert {s["service"] for s in spans} == {"gateway-agent", "data-agent", "content-agent"}

@@ -85,3 +85,14 @@ def test_every_config_key_in_the_reference_is_accepted(tmp_path: Path) -> None:
     settings = load(str(path))
     assert settings.port == 4318
     assert settings.prices["gpt-4o-mini"]["output"] == 0.60
+
+
+def test_the_on_call_example_in_the_readme_is_valid(tmp_path: Path) -> None:
+    from reach_collector.alerting import from_settings
+    from reach_collector.config import load
+
+    block = next(b for b in blocks("yaml") if "escalation_policies:" in b and "server:" not in b)
+    path = tmp_path / "oncall.yaml"
+    path.write_text(block)
+    setup = from_settings(load(str(path)))
+    assert set(setup.users) == {"alice", "bob", "mgr"}

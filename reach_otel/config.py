@@ -101,7 +101,8 @@ def parse_headers(raw: str) -> dict[str, str]:
             continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            logger.warning("reach_otel: ignoring malformed OTLP header entry %r", item)
+            # Never echo the entry: it may hold a token.
+            logger.warning("reach_otel: ignoring an OTLP header entry that is not key=value")
             continue
         headers[unquote(key.strip()).lower()] = unquote(value.strip())
     return headers

@@ -52,6 +52,7 @@ class IngestService:
         if self.pool is None:
             return await asyncio.to_thread(self.decode_http, body, media, encoding)
         loop = asyncio.get_running_loop()
+        self.writer.decoding(1)
         try:
             payload = await loop.run_in_executor(
                 self.pool, decode_to_ipc, body, media, encoding, self.max_body_bytes
@@ -63,6 +64,8 @@ class IngestService:
         except Exception as exc:
             log.warning("could not decode an OTLP request in a worker: %r", exc)
             raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
+        finally:
+            self.writer.decoding(-1)
         return self._count(from_ipc(payload))
 
     def decode_pooled(self, request: ExportTraceServiceRequest) -> SpanBatch:

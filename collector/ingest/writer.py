@@ -66,8 +66,14 @@ class Writer:
         max_pending_spans: int = 262_144,
         max_batch_spans: int = 65_536,
         on_commit: Callable[[pa.Table, float], None] | None = None,
+        linger_s: float = 0.004,
     ) -> None:
         self._store = store
+        # Group commit: while requests are still being decoded (``decoding``), wait up to
+        # ``linger_s`` for them before committing, so one transaction, fsync and exposition pass
+        # serve several requests. A lone request never waits (nothing else is in flight).
+        self._linger = linger_s
+        self._decoding = 0
         # Called on the writer thread after each committed batch (rows, seconds the commit took):
         # the Prometheus exposition folds batches in here.
         self._on_commit = on_commit
@@ -101,6 +107,12 @@ class Writer:
             self._cond.notify()
         return future
 
+    def decoding(self, delta: int) -> None:
+        """A request started (+1) or finished (-1) decoding. No wake-up on -1: the rows follow
+        at once in ``submit``, which wakes the writer with them queued."""
+        with self._cond:
+            self._decoding += delta
+
     def call(self, task: Callable[[Any], Any]) -> Future[Any]:
         """Run ``task(store)`` on the writer thread, between commits (e.g. retention)."""
         future: Future[Any] = Future()
@@ -124,6 +136,13 @@ class Writer:
                 if self._closed:
                     return None
                 self._cond.wait()
+            if self._queue[0].task is None and self._decoding > 0 and self._linger > 0:
+                deadline = time.monotonic() + self._linger
+                while self._decoding > 0 and self._pending < self._max_batch and not self._closed:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
             first = self._queue.popleft()
             if first.task is not None:
                 return [first]

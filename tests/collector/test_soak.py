@@ -1,0 +1,26 @@
+"""A one-minute soak (bench/soak.py runs the long one): steady multi-agent traffic with alert
+evaluation and retention on; every span is received, none rejected or dropped, no error in the
+collector's log, and its memory stays within a band after warm-up."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from soak import run_soak  # noqa: E402
+
+
+@pytest.mark.slow
+def test_one_minute_soak(tmp_path: Path) -> None:
+    report = run_soak(1.0, 150, tmp_path)
+    assert report["sent_spans"] > 30_000
+    assert report["dropped_by_app"] == 0
+    assert report["rejected_spans"] == 0
+    assert report["received_spans"] == report["sent_spans"]
+    assert report["log_errors"] == []
+    low, high = report["rss_after_warmup_min_max_mb"]
+    assert high - low < 200, report["rss_curve_mb"]

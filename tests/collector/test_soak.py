@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from soak import run_soak  # noqa: E402
+from soak import run_soak
 
 
 @pytest.mark.slow

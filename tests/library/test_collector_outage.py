@@ -7,77 +7,18 @@ Timing is compared within one test run, collector-up against each outage, as med
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
+from pathlib import Path
 
 import pytest
 from otlp_sink import OtlpSink
 
-APP = textwrap.dedent(
-    """
-    import json, resource, statistics, sys, time
-    import reach_otel
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-    reach_otel.init(service_name="outage-app", endpoint=sys.argv[1], shutdown_timeout=1)
-
-    @reach_otel.tool(name="lookup")
-    def lookup(i):
-        return i + 1
-
-    @reach_otel.agent(name="Billing")
-    def billing(i):
-        return lookup(i)
-
-    errors = 0
-    def batch(n):
-        global errors
-        start = time.perf_counter()
-        for i in range(n):
-            try:
-                assert billing(i) == i + 1
-            except Exception:
-                errors += 1
-        return (time.perf_counter() - start) / n * 1e6
-
-    batch(1000)  # warm-up
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    per_call = [batch(1000) for _ in range(int(sys.argv[2]))]
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({
-        "median_us": statistics.median(per_call),
-        "errors": errors,
-        "dropped": reach_otel.dropped_spans(),
-        "rss_growth_kb": rss_after - rss_before,
-    }), flush=True)
-    """
-)
-
-
-def run_app(endpoint: str, batches: int = 10) -> dict[str, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_OTEL_"))}
-    started = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-c", APP, endpoint, str(batches)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["wall_s"] = time.monotonic() - started
-    return result
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from outage import closed_port, run_app
 
 
 @pytest.mark.parametrize("outage", ["down", "hang", "unavailable"])

@@ -217,9 +217,12 @@ def _lookback(store: TraceStore, lo: int, hi: int) -> int:
         "WITH w AS (SELECT DISTINCT trace_id FROM spans "
         f"WHERE end_ns > ? AND end_ns <= ? AND operation IN ({', '.join('?' * len(ops))})) "
         "SELECT min(first_start_ns) FROM ("
-        " SELECT trace_id, first_start_ns FROM traces"
-        " UNION ALL SELECT trace_id, first_start_ns FROM trace_parts) SEMI JOIN w USING (trace_id)",
-        [lo, hi, *ops],
+        # A trace with a span ending after lo has last_end_ns > lo: a filter the lookup tables'
+        # row-group zone maps answer, so this read follows the window, not the store's size.
+        " SELECT trace_id, first_start_ns FROM traces WHERE last_end_ns > ?"
+        " UNION ALL SELECT trace_id, first_start_ns FROM trace_parts WHERE last_end_ns > ?)"
+        " SEMI JOIN w USING (trace_id)",
+        [lo, hi, *ops, lo, lo],
     )
     first = rows[0][0] if rows else None
     return min(lo, int(first)) if first is not None else lo

@@ -7,15 +7,12 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from reach_collector.api.tempo import tempo_router
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -76,32 +73,12 @@ def ensure_prometheus_tools() -> PromTools:
     return tools
 
 
-class ObservingStore:
-    """Stands in for the writer → /metrics wiring while app.py does not have it: after each
-    commit it feeds the batch to the exposition, as the real writer hook will."""
-
-    def __init__(self, inner: DuckDBStore, exposition: Any) -> None:
-        self.inner = inner
-        self.exposition = exposition
-
-    def write(self, table: pa.Table, parts: pa.Table) -> None:
-        started = time.perf_counter()
-        self.inner.write(table, parts)
-        self.exposition.observe_write(time.perf_counter() - started)
-        self.exposition.spans_received(table.num_rows)
-        self.exposition.observe(table)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @dataclass
 class TestCollector:
     url: str
     store: DuckDBStore
     app: Any
     server: ServerThread
-    metrics_wired: bool  # True when create_app serves /metrics itself
     closers: list[Any] = field(default_factory=list)
 
     def close(self) -> None:
@@ -109,29 +86,12 @@ class TestCollector:
         self.store.close()
 
 
-def _serves(app: Any, path: str) -> bool:
-    return any(getattr(route, "path", None) == path for route in app.routes)
-
-
 def start_test_collector(db: Path, **settings: Any) -> TestCollector:
-    """create_app over a DuckDB file in tmp, plus the Tempo router (and /metrics if missing)."""
+    """create_app over a DuckDB file in tmp: it serves /metrics and the Tempo API itself."""
     store = DuckDBStore(db)
-    base = replace(Settings(db=str(db)), retention_s=0, **settings)
-    app = create_app(base, store=store)
-    wired = _serves(app, "/metrics")
-    if not wired:
-        from reach_collector.exposition import Exposition, metrics_endpoint
-
-        app.state.writer.close()  # this app is replaced by one with the stand-in wiring
-        exposition = Exposition(store)
-        app = create_app(base, store=ObservingStore(store, exposition))  # type: ignore[arg-type]
-        writer = app.state.writer
-        exposition.set_queue_depth(lambda: writer.pending_spans)
-        app.include_router(metrics_endpoint(exposition))
-    if not _serves(app, "/tempo/api/echo"):
-        app.include_router(tempo_router(store))
+    app = create_app(replace(Settings(db=str(db)), retention_s=0, **settings), store=store)
     server = ServerThread(app).start()
-    return TestCollector(server.url, store, app, server, wired)
+    return TestCollector(server.url, store, app, server)
 
 
 # --- dashboard JSON ------------------------------------------------------------------------------

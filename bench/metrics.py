@@ -234,12 +234,14 @@ def _report(results: dict[int, dict[str, Any]], notes: list[str], command: str) 
 def _verdict(results: dict[int, dict[str, Any]]) -> str:
     size = max(results)
     p50, p99 = results[size]["golden agent 5m"]
+    m50, m99 = results[size]["agents (multi-agent) 5m"]
     met = "**Met**" if p99 < 50 else "**Not met**"
+    multi = "also under" if m99 < 50 else "**over**"
     return (
         f"{met} at {size:,} spans: p50 {p50:.1f} ms, p99 {p99:.1f} ms (the `end_ns` filter prunes row "
-        "groups, so the cost follows the window, not the store). The multi-agent query has no target; "
-        "it first reads the trace lookup table to bound its span scans by the oldest related trace "
-        "start, and that read grows with the number of stored traces."
+        "groups, so the cost follows the window, not the store). The multi-agent query over 5 minutes "
+        f"is {multi} 50 ms at {size:,} spans (p50 {m50:.1f} ms, p99 {m99:.1f} ms): its read of the "
+        "trace lookup tables is bounded by `last_end_ns`, so it too follows the window."
     )
 
 

@@ -11,7 +11,6 @@ written through the store's own write path; each evaluation is
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 import time
@@ -103,17 +102,6 @@ def report(out: dict[str, Any], command: str, build_s: float) -> str:
     )
 
 
-def write_results(path: Path, section: str) -> None:
-    """Replace (or append) only the ``## Alert evaluation`` section; re-read right before writing."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    pattern = re.compile(r"^## Alert evaluation\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section, text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=10_000_000)
@@ -130,7 +118,7 @@ def main() -> int:
     section = report(out, command, build_s)
     print(section)
     if args.results is not None:
-        write_results(args.results, section)
+        spans_bench.write_results(args.results, section)
     return 0
 
 

@@ -246,9 +246,10 @@ def _verdict(results: dict[int, dict[str, Any]]) -> str:
 
 
 def write_results(path: Path, section: str) -> None:
-    """Replace (or append) only the ``## Metrics queries`` section; re-read right before writing."""
+    """Replace (or append) only the section whose ``## `` heading starts ``section``; re-read first."""
+    heading = section.splitlines()[0]
     text = path.read_text() if path.exists() else "# Benchmark results\n"
-    pattern = re.compile(r"^## Metrics queries\n.*?(?=^## |\Z)", re.S | re.M)
+    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _: section, text)
     else:

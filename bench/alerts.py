@@ -13,11 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from reach_collector.alerting.engine import build_engine
 from reach_collector.alerting.store_data import StoreAlertData
 from reach_collector.config import Settings
@@ -44,16 +42,6 @@ def _heartbeats(store: DuckDBStore, now_ns: int) -> int:
     return len(rows)
 
 
-def _time(fn: Any, runs: int) -> tuple[float, float]:
-    fn()  # warm
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - started) * 1000)
-    return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
-
-
 def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     store = DuckDBStore(db)
     out: dict[str, Any] = {"spans": store.count_spans(), "heartbeat rows": _heartbeats(store, now_ns)}
@@ -65,9 +53,9 @@ def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     stats = data.agent_stats(now, 60)
     out["agents in window"] = len(stats)
     out["calls in window"] = sum(s.calls for s in stats.values())
-    out["evaluate (P0+P1+P2)"] = _time(lambda: engine.evaluator.evaluate(now, data), runs)
-    out["agent_stats 1m"] = _time(lambda: data.agent_stats(now, 60), runs)
-    out["heartbeats (OTLP + API)"] = _time(lambda: data.heartbeats(now), runs)
+    out["evaluate (P0+P1+P2)"] = spans_bench.time_runs(lambda: engine.evaluator.evaluate(now, data), runs)
+    out["agent_stats 1m"] = spans_bench.time_runs(lambda: data.agent_stats(now, 60), runs)
+    out["heartbeats (OTLP + API)"] = spans_bench.time_runs(lambda: data.heartbeats(now), runs)
     store.close()
     return out
 

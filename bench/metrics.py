@@ -171,7 +171,8 @@ def build(db: Path, n_spans: int) -> tuple[int, float]:
     return last_end, time.perf_counter() - started
 
 
-def _time(fn: Any, runs: int) -> tuple[float, float]:
+def time_runs(fn: Any, runs: int) -> tuple[float, float]:
+    """p50 and p99 milliseconds of ``runs`` calls of ``fn`` after one warm-up call."""
     fn()  # warm
     samples = []
     for _ in range(runs):
@@ -186,15 +187,15 @@ def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {"spans": store.count_spans()}
     golden = metrics.golden(store, now_ns, 300, "agent")
     out["window_calls"] = golden["total"]["calls"]
-    out["golden agent 5m"] = _time(lambda: metrics.golden(store, now_ns, 300, "agent"), runs)
+    out["golden agent 5m"] = time_runs(lambda: metrics.golden(store, now_ns, 300, "agent"), runs)
     for by in ("tool", "model", "operation", "service"):
-        out[f"golden {by} 5m"] = _time(lambda by=by: metrics.golden(store, now_ns, 300, by), runs)
-    out["agent_window_stats 1m"] = _time(lambda: metrics.agent_window_stats(store, now_ns, 60), runs)
+        out[f"golden {by} 5m"] = time_runs(lambda by=by: metrics.golden(store, now_ns, 300, by), runs)
+    out["agent_window_stats 1m"] = time_runs(lambda: metrics.agent_window_stats(store, now_ns, 60), runs)
     prices = {"fake-model": {"input": 0.15, "output": 0.6}}
-    out["agents (multi-agent) 5m"] = _time(
+    out["agents (multi-agent) 5m"] = time_runs(
         lambda: metrics.agents(store, now_ns, 300, prices), max(10, runs // 3)
     )
-    out["agents (multi-agent) 1h"] = _time(
+    out["agents (multi-agent) 1h"] = time_runs(
         lambda: metrics.agents(store, now_ns, 3600, prices), max(5, runs // 10)
     )
     store.close()

@@ -67,14 +67,14 @@ def start(python: Path, workdir: Path, port: int, grpc_port: int) -> subprocess.
             "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
         }
     )
-    log = (workdir / "phoenix.log").open("wb")
-    return subprocess.Popen(
-        [str(python), "-m", "phoenix.server.main", "serve"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with (workdir / "phoenix.log").open("wb") as log:
+        return subprocess.Popen(
+            [str(python), "-m", "phoenix.server.main", "serve"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stored(conn: http.client.HTTPConnection) -> int:

@@ -1,11 +1,12 @@
 """The naïve peer: a plain FastAPI + DuckDB OTLP/HTTP receiver, written the straightforward way.
 
 ``POST /v1/traces`` parses the protobuf with opentelemetry-proto, loops the spans in Python into
-per-column lists, inserts them as one Arrow table into a DuckDB file, commits and answers 200.
+per-column lists, inserts them as one Arrow table (or, with ``--insert executemany``, row by row
+with ``executemany``) into a DuckDB file, commits and answers 200.
 ``GET /api/traces/{trace_id}`` is ``SELECT ... WHERE trace_id = ?`` (no index, no lookup table).
 Used by ``bench/peers/compare.py``; runs on its own as
 
-    python bench/peers/plain_receiver.py --db FILE --port PORT
+    python bench/peers/plain_receiver.py --db FILE --port PORT [--insert arrow|executemany]
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ COLUMNS = [
     "attributes",
     "resource",
 ]
+INSERT_ROW = f"INSERT INTO spans VALUES ({', '.join('?' * len(COLUMNS))})"
 ARROW_SCHEMA = pa.schema(
     [
         ("trace_id", pa.string()),
@@ -103,7 +105,7 @@ def rows(body: bytes) -> dict[str, list[Any]]:
     return cols
 
 
-def create_app(db: str) -> FastAPI:
+def create_app(db: str, insert: str = "arrow") -> FastAPI:
     app = FastAPI()
     con = duckdb.connect(db)
     con.execute(DDL)
@@ -115,10 +117,14 @@ def create_app(db: str) -> FastAPI:
         return local.cur  # type: ignore[no-any-return]
 
     def store(body: bytes) -> None:
-        batch = pa.table(rows(body), schema=ARROW_SCHEMA)  # noqa: F841 - read by DuckDB's replacement scan
+        cols = rows(body)
         cur = cursor()
         cur.execute("BEGIN TRANSACTION")
-        cur.execute("INSERT INTO spans SELECT * FROM batch")
+        if insert == "executemany":
+            cur.executemany(INSERT_ROW, list(zip(*cols.values(), strict=True)))
+        else:
+            batch = pa.table(cols, schema=ARROW_SCHEMA)  # noqa: F841 - read by DuckDB's replacement scan
+            cur.execute("INSERT INTO spans SELECT * FROM batch")
         cur.execute("COMMIT")
 
     def trace(trace_id: str) -> list[dict[str, Any]]:
@@ -156,8 +162,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--insert", choices=["arrow", "executemany"], default="arrow")
     args = parser.parse_args()
-    app = create_app(args.db)
+    app = create_app(args.db, args.insert)
     try:
         uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
     finally:

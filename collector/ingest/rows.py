@@ -6,16 +6,15 @@ instead of failing the request. Attributes, events, links and resource stay whol
 
 from __future__ import annotations
 
-import base64
 import json
-import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
+from reach_collector.ingest.wire import attributes, from_message
 from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA, SPAN_NAMES
 
 from reach_otel import semconv as sc
@@ -46,53 +45,11 @@ class SpanBatch:
     parts: pa.Table  # one lookup row per trace in this batch (see store.schema)
     rejected: int
     message: str
+    stats: BatchStats = field(default_factory=BatchStats)  # what /metrics folds in at commit
 
     @property
     def accepted(self) -> int:
         return int(self.table.num_rows)
-
-
-def _non_finite(value: float) -> str:
-    # JSON has no NaN/Infinity; keep them as the strings OTLP JSON itself uses.
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-
-
-def any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as a plain JSON-able Python value (bytes → base64 text)."""
-    which = value.WhichOneof("value")
-    if which == "string_value":
-        return value.string_value
-    if which == "int_value":
-        return value.int_value
-    if which == "bool_value":
-        return value.bool_value
-    if which == "double_value":
-        d = value.double_value
-        return d if math.isfinite(d) else _non_finite(d)
-    if which == "array_value":
-        return [any_value(v) for v in value.array_value.values]
-    if which == "kvlist_value":
-        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
-    if which == "bytes_value":
-        return base64.b64encode(value.bytes_value).decode()
-    return None
-
-
-def attributes(kvs: Iterable[Any]) -> dict[str, Any]:
-    # The hot loop of ingest: one WhichOneof per value, then a direct read for the common types.
-    out: dict[str, Any] = {}
-    for kv in kvs:
-        value = kv.value
-        which = value.WhichOneof("value")
-        if which == "string_value":
-            out[kv.key] = value.string_value
-        elif which == "int_value":
-            out[kv.key] = value.int_value
-        elif which == "bool_value":
-            out[kv.key] = value.bool_value
-        else:
-            out[kv.key] = any_value(value)
-    return out
 
 
 def _problem(tid: bytes, sid: bytes, pid: bytes, start: int, end: int) -> str | None:
@@ -109,11 +66,14 @@ def _problem(tid: bytes, sid: bytes, pid: bytes, start: int, end: int) -> str | 
     return None
 
 
-def flatten(request: ExportTraceServiceRequest) -> SpanBatch:
+def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
+    """Rows of an official request or a ``wire.WireRequest`` (the faster read of the same bytes)."""
+    request = from_message(request)
     rows: list[tuple[Any, ...]] = []
     parts: dict[str, list[Any]] = {}
     rejected = 0
     reasons: list[str] = []
+    stats = BatchStats()
     for rs in request.resource_spans:
         res_attrs = attributes(rs.resource.attributes)
         service = res_attrs.get(sc.SERVICE_NAME)
@@ -140,8 +100,9 @@ def flatten(request: ExportTraceServiceRequest) -> SpanBatch:
                 row = _row(span, ids, times, service, resource_json, scope_json)
                 rows.append(row)
                 _add_to_part(parts, row)
+                stats.add(row)
     message = f"rejected {rejected} span(s): " + "; ".join(reasons) if rejected else ""
-    return SpanBatch(table=_table(rows), parts=_parts_table(parts), rejected=rejected, message=message)
+    return SpanBatch(_table(rows), _parts_table(parts), rejected, message, stats)
 
 
 # Row positions used by the per-trace aggregation (must follow store.schema.SPAN_COLUMNS).

@@ -25,6 +25,7 @@ from reach_collector.api.oncall import oncall_router
 from reach_collector.api.tempo import tempo_router
 from reach_collector.config import Settings
 from reach_collector.exposition import Exposition, metrics_endpoint
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
@@ -54,9 +55,12 @@ def create_app(
     alerting = settings.sections.get("alerting") or {}
     exposition = Exposition(store, clock, thresholds_ms=alerting.get("thresholds") or {})
 
-    def observe(table: pa.Table, seconds: float) -> None:
+    def observe(table: pa.Table, seconds: float, stats: list[BatchStats | None]) -> None:
         exposition.observe_write(seconds)
-        exposition.observe(table)
+        if all(s is not None for s in stats):
+            exposition.observe_stats(s for s in stats if s is not None)
+        else:  # rows queued without stats (e.g. by a caller of the writer): read them
+            exposition.observe(table)
 
     writer = writer or Writer(store, max_pending_spans=max_pending_spans, on_commit=observe)
     exposition.set_queue_depth(lambda: writer.pending_spans)

@@ -18,36 +18,19 @@ from typing import Final
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from reach_collector import metrics
 from reach_collector._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_family
+from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats, stats_of
 from reach_collector.store.base import TraceStore
 
 from reach_otel import semconv as sc
 
 __all__ = ["DURATION_BUCKETS", "HOP_BUCKETS", "OTHER", "UNKNOWN", "Exposition", "metrics_endpoint"]
 
-# gen_ai.client.operation.duration advisory boundaries (GenAI semantic conventions), seconds.
-DURATION_BUCKETS: Final = (
-    0.01,
-    0.02,
-    0.04,
-    0.08,
-    0.16,
-    0.32,
-    0.64,
-    1.28,
-    2.56,
-    5.12,
-    10.24,
-    20.48,
-    40.96,
-    81.92,
-)
 HOP_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 16.0)
 WRITE_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _WRITE_BOUNDS: Final = np.asarray(WRITE_BUCKETS)
@@ -56,7 +39,6 @@ _HANDOFF_STATES: Final = frozenset(
 )
 _MODES: Final = frozenset({"delegate", "consult", "takeover", "escalate", "pass_control", "return_to_caller"})
 _ALERT_STATES: Final = frozenset({"pending", "firing"})
-_JSON_COLUMNS: Final = ["attributes", "events", "links", "resource", "scope"]
 _PENDING_TRACES: Final = 100_000  # traces whose root has not arrived yet, for the hop histogram
 
 
@@ -103,69 +85,42 @@ class Exposition(Collector):
     # --- ingest: one call per committed batch ---------------------------------------------------
     def observe(self, table: pa.Table) -> None:
         """Fold one committed batch of span rows (store.schema columns) into the series."""
-        if table.num_rows == 0:
-            return
-        narrow = table.drop_columns(_JSON_COLUMNS)  # a filter copies every column it keeps
-        op = narrow.column("operation")
-        counted = pc.and_(pc.is_valid(op), pc.not_equal(op, sc.OP_HANDOFF))
-        calls = narrow.filter(pc.fill_null(counted, False))
-        with self._lock:
-            if calls.num_rows:
-                self._observe_calls(calls)
-            llm = narrow.filter(pc.fill_null(pc.is_in(op, pa.array(sc.LLM_OPERATIONS)), False))
-            if llm.num_rows:
-                self._observe_tokens(llm)
-            handoffs = narrow.filter(pc.fill_null(pc.equal(op, sc.OP_HANDOFF), False))
-            if handoffs.num_rows:
-                self._observe_handoffs(handoffs)
-            self._observe_hops(narrow)
-            if pc.any(is_beat := pc.equal(table.column("name"), sc.HEARTBEAT_SPAN_NAME)).as_py():
-                self._observe_heartbeats(table.select(["attributes", "end_ns"]).filter(is_beat))
+        if table.num_rows:
+            self.observe_stats([stats_of(zip(*(c.to_pylist() for c in table.columns), strict=True))])
 
-    def _observe_calls(self, calls: pa.Table) -> None:
-        seconds = calls.column("duration_ms").to_numpy(zero_copy_only=False) / 1000.0
-        bucket = np.searchsorted(np.asarray(DURATION_BUCKETS), seconds, side="left")
-        grouped = (
-            pa.table(
-                {
-                    "agent": calls.column("agent"),
-                    "op": calls.column("operation"),
-                    "err": pc.equal(calls.column("status_code"), 2),
-                    "b": pa.array(bucket, pa.int32()),
-                    "s": pa.array(seconds),
-                }
-            )
-            .group_by(["agent", "op", "err", "b"])
-            .aggregate([("s", "count"), ("s", "sum")])
-        )
-        names = ("agent", "op", "err", "b", "s_count", "s_sum")
-        for agent, op, err, b, n, total in zip(*(grouped.column(c).to_pylist() for c in names), strict=True):
+    def observe_stats(self, batches: Iterable[BatchStats]) -> None:
+        """Fold the stats of committed batches (built while decoding, in arrival order) in."""
+        with self._lock:
+            for stats in batches:
+                self._observe_calls(stats)
+                self._observe_tokens(stats)
+                self._observe_handoffs(stats)
+                self._observe_hops(stats)
+                for attrs, end in stats.beats:
+                    agent_id = _agent_id(attrs)
+                    if agent_id is not None:
+                        self._heartbeat(agent_id, end / 1e9)
+
+    def _observe_calls(self, stats: BatchStats) -> None:
+        for (agent, op, err, bucket), (n, total) in stats.calls.items():
             key = (self._agent(agent), str(op))
             counter = (key[0], key[1], "error" if err else "ok")
-            self._calls[counter] = self._calls.get(counter, 0) + n
+            self._calls[counter] = self._calls.get(counter, 0) + int(n)
             hist = self._durations.get(key)
             if hist is None:
                 hist = self._durations[key] = Hist(len(DURATION_BUCKETS))
-            hist.buckets[b] += n
+            hist.buckets[bucket] += int(n)
             hist.sum += total
 
-    def _observe_tokens(self, llm: pa.Table) -> None:
-        grouped = llm.group_by(["agent", "model"]).aggregate(
-            [("input_tokens", "sum"), ("output_tokens", "sum")]
-        )
-        names = ("agent", "model", "input_tokens_sum", "output_tokens_sum")
-        for agent, model, tin, tout in zip(*(grouped.column(c).to_pylist() for c in names), strict=True):
+    def _observe_tokens(self, stats: BatchStats) -> None:
+        for (agent, model), (tin, tout) in stats.tokens.items():
             a, m = self._agent(agent), self._model(model)
             for kind, value in (("input", tin), ("output", tout)):
                 if value:
                     self._tokens[(a, m, kind)] = self._tokens.get((a, m, kind), 0) + int(value)
 
-    def _observe_handoffs(self, handoffs: pa.Table) -> None:
-        names = ["handoff_source", "handoff_target", "handoff_status", "handoff_mode", "loop_detected"]
-        grouped = handoffs.group_by(names).aggregate([("span_id", "count")])
-        for source, target, status, mode, loop, n in zip(
-            *(grouped.column(c).to_pylist() for c in [*names, "span_id_count"]), strict=True
-        ):
+    def _observe_handoffs(self, stats: BatchStats) -> None:
+        for (source, target, status, mode, loop), n in stats.handoffs.items():
             src = self._agent(source)
             key = (
                 src,
@@ -177,45 +132,22 @@ class Exposition(Collector):
             if loop:
                 self._loops[src] = self._loops.get(src, 0) + n
 
-    def _observe_hops(self, table: pa.Table) -> None:
+    def _observe_hops(self, stats: BatchStats) -> None:
         """Hops per request: handoff spans of a trace, observed when its root span arrives (roots
         end last); traces whose root never comes are forgotten past a bound."""
-        op = table.column("operation")
-        root = pc.is_null(table.column("parent_span_id"))
-        relevant = pc.or_(pc.fill_null(pc.is_in(op, pa.array([sc.OP_AGENT, sc.OP_HANDOFF])), False), root)
-        rows = table.filter(relevant)
-        if rows.num_rows == 0:
-            return
-        ids = rows.column("trace_id").to_pylist()
-        ops = rows.column("operation").to_pylist()
-        roots = pc.is_null(rows.column("parent_span_id")).to_pylist()
-        done: list[str] = []
-        for tid, operation, is_root in zip(ids, ops, roots, strict=True):
+        for tid, (handoffs, agent_spans, is_root) in stats.traces.items():
             state = self._pending.get(tid)
             if state is None:
-                state = self._pending[tid] = [0, 0, 0]
-            if operation == sc.OP_HANDOFF:
-                state[0] += 1
-            elif operation == sc.OP_AGENT:
-                state[1] += 1
+                state = self._pending[tid] = [0, 0]
+            state[0] += handoffs
+            state[1] += agent_spans
             if is_root:
-                state[2] = 1
-                done.append(tid)
-        for tid in done:
-            handoffs, agent_spans, _ = self._pending.pop(tid, (0, 0, 0))
-            if agent_spans:  # Hist.observe, without a numpy call per trace
-                self._hops.buckets[bisect_left(HOP_BUCKETS, handoffs)] += 1
-                self._hops.sum += handoffs
+                total, agents = self._pending.pop(tid)
+                if agents:  # Hist.observe, without a numpy call per trace
+                    self._hops.buckets[bisect_left(HOP_BUCKETS, total)] += 1
+                    self._hops.sum += total
         while len(self._pending) > _PENDING_TRACES:
             self._pending.popitem(last=False)
-
-    def _observe_heartbeats(self, beats: pa.Table) -> None:
-        for attrs, end in zip(
-            beats.column("attributes").to_pylist(), beats.column("end_ns").to_pylist(), strict=True
-        ):
-            agent_id = _agent_id(attrs)
-            if agent_id is not None:
-                self._heartbeat(agent_id, end / 1e9)
 
     def _heartbeat(self, agent_id: str, unix_s: float) -> None:
         label = self._agent_id(agent_id)

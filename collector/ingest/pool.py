@@ -12,13 +12,14 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Final
 
 import pyarrow as pa
-from reach_collector.ingest.decode import PROTOBUF, decompress, parse
+from reach_collector.ingest.batch_stats import BatchStats
+from reach_collector.ingest.decode import PROTOBUF, decompress, parse_for_rows
 from reach_collector.ingest.rows import SpanBatch, flatten
 
 _WARMUP: Final = b""
 
 
-Payload = tuple[bytes, bytes, int, str]
+Payload = tuple[bytes, bytes, int, str, BatchStats]
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -29,20 +30,22 @@ def _ipc(table: pa.Table) -> bytes:
 
 
 def decode_to_ipc(body: bytes, media: str, encoding: str | None, max_bytes: int) -> Payload:
-    """In a worker: body → (span rows and trace parts as Arrow IPC streams, rejected, message).
+    """In a worker: body → (span rows and trace parts as Arrow IPC streams, rejected, message,
+    exposition stats).
 
     Raises the same ``BodyError`` subclasses as the inline path (they pickle by message)."""
-    batch = flatten(parse(decompress(body, encoding, max_bytes), media))
-    return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.message
+    batch = flatten(parse_for_rows(decompress(body, encoding, max_bytes), media))
+    return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.message, batch.stats
 
 
 def from_ipc(payload: Payload) -> SpanBatch:
-    spans, parts, rejected, message = payload
+    spans, parts, rejected, message, stats = payload
     return SpanBatch(
         table=pa.ipc.open_stream(pa.py_buffer(spans)).read_all(),
         parts=pa.ipc.open_stream(pa.py_buffer(parts)).read_all(),
         rejected=rejected,
         message=message,
+        stats=stats,
     )
 
 

@@ -10,7 +10,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress, parse
+from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress, parse_for_rows
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten
 from reach_collector.ingest.writer import Writer
@@ -91,7 +91,7 @@ class IngestService:
     def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Body bytes → rows; raises a ``BodyError`` subclass for a 4xx."""
         raw = decompress(body, encoding, self.max_body_bytes)
-        return self.flatten(parse(raw, media))
+        return self.flatten(parse_for_rows(raw, media))
 
     def flatten(self, request: ExportTraceServiceRequest) -> SpanBatch:
         try:
@@ -106,4 +106,4 @@ class IngestService:
         """Queue the accepted rows (None when there are none); may raise QueueFull/WriterClosed."""
         if batch.accepted == 0:
             return None
-        return self.writer.submit(batch.table, batch.parts)
+        return self.writer.submit(batch.table, batch.parts, batch.stats)

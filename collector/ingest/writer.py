@@ -56,6 +56,7 @@ class _Item:
     parts: pa.Table | None
     task: Callable[[Any], Any] | None
     future: Future[Any]
+    meta: Any = None
 
 
 class Writer:
@@ -65,7 +66,7 @@ class Writer:
         *,
         max_pending_spans: int = 262_144,
         max_batch_spans: int = 65_536,
-        on_commit: Callable[[pa.Table, float], None] | None = None,
+        on_commit: Callable[[pa.Table, float, list[Any]], None] | None = None,
         linger_s: float = 0.004,
     ) -> None:
         self._store = store
@@ -74,8 +75,8 @@ class Writer:
         # serve several requests. A lone request never waits (nothing else is in flight).
         self._linger = linger_s
         self._decoding = 0
-        # Called on the writer thread after each committed batch (rows, seconds the commit took):
-        # the Prometheus exposition folds batches in here.
+        # Called on the writer thread after each committed batch (rows, seconds the commit took,
+        # the ``meta`` of each request in it, in order): the Prometheus exposition folds them in.
         self._on_commit = on_commit
         self._max_pending = max_pending_spans
         self._max_batch = max_batch_spans
@@ -91,8 +92,9 @@ class Writer:
     def pending_spans(self) -> int:
         return self._pending
 
-    def submit(self, table: pa.Table, parts: pa.Table) -> Future[None]:
-        """Queue rows; the future resolves once they are committed (or fails with the error)."""
+    def submit(self, table: pa.Table, parts: pa.Table, meta: Any = None) -> Future[None]:
+        """Queue rows; the future resolves once they are committed (or fails with the error).
+        ``meta`` is handed to ``on_commit`` with the committed batch."""
         future: Future[None] = Future()
         rows = table.num_rows
         with self._cond:
@@ -103,7 +105,7 @@ class Writer:
                 self.stats.queue_full += 1
                 raise QueueFull(retry_after=1)
             self._pending += rows
-            self._queue.append(_Item(table, parts, None, future))
+            self._queue.append(_Item(table, parts, None, future, meta))
             self._cond.notify()
         return future
 
@@ -208,7 +210,7 @@ class Writer:
         if self._on_commit is not None:
             # Before the acknowledgements, so whoever got a 200 also sees the spans in /metrics.
             try:
-                self._on_commit(table, seconds)
+                self._on_commit(table, seconds, [i.meta for i in items])
             except Exception:  # observers must never stop ingest
                 log.exception("commit observer failed")
         self._finish(items, rows, None)

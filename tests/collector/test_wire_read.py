@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from reach_collector.ingest import wire
+from reach_collector.ingest.batch_stats import stats_of
 from reach_collector.ingest.decode import PROTOBUF, UndecodableBody, parse, parse_for_rows
 from reach_collector.ingest.rows import flatten
 
@@ -107,8 +108,11 @@ def test_flatten_gives_the_same_rows_from_either_read() -> None:
     event.attributes.append(KeyValue(key="exception.type", value=AnyValue(string_value="KeyError")))
     body = _request_with(span).SerializeToString()
     official = flatten(parse(body, PROTOBUF)).table.to_pylist()
-    fast = flatten(parse_for_rows(body, PROTOBUF)).table.to_pylist()
-    assert fast == official
+    batch = flatten(parse_for_rows(body, PROTOBUF))
+    assert batch.table.to_pylist() == official
+    # The exposition stats the worker folds in while building rows are those of the rows.
+    assert batch.stats == stats_of(zip(*(c.to_pylist() for c in batch.table.columns), strict=True))
+    assert batch.stats.calls and batch.stats.tokens == {(None, None): [300, 0]}
 
 
 def test_invalid_utf8_in_a_value_is_an_undecodable_body() -> None:

@@ -51,7 +51,11 @@ def create_app(
     ``sender`` replaces the HTTP notifier. Raises ConfigError for a bad alerting section."""
     settings = settings or Settings()
     owns_store = store is None
-    store = store if store is not None else DuckDBStore(settings.db)
+    store = (
+        store
+        if store is not None
+        else DuckDBStore(settings.db, memory_limit=settings.memory_limit, threads=settings.threads)
+    )
     alerting = settings.sections.get("alerting") or {}
     exposition = Exposition(store, clock, thresholds_ms=alerting.get("thresholds") or {})
 
@@ -64,7 +68,10 @@ def create_app(
 
     writer = writer or Writer(store, max_pending_spans=max_pending_spans, on_commit=observe)
     exposition.set_queue_depth(lambda: writer.pending_spans)
-    retention = RetentionJob(writer, settings.retention_s, clock)
+    exposition.set_stored_source(lambda: writer.stats.spans_written)
+    # A pass every quarter of the retention window (10 s .. 10 min): a short window stays short.
+    every_s = min(600.0, max(10.0, settings.retention_s / 4))
+    retention = RetentionJob(writer, settings.retention_s, clock, every_s=every_s)
 
     # Alerting: history in DuckDB (written on the writer thread), state picked up after a restart.
     history = DuckDBHistory(store, run=writer.call)

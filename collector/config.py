@@ -18,6 +18,15 @@ DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|[KMGT]B|[KMGT]iB)?\s*$", re.I)
+_UNIT_BYTES: Final = {
+    "b": 1, **{u.lower() + "b": 1000**i for i, u in enumerate("KMGT", 1)},
+    **{u.lower() + "ib": 1024**i for i, u in enumerate("KMGT", 1)},
+}  # fmt: skip
+_CANONICAL_UNIT: Final = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+DEFAULT_MEMORY_LIMIT: Final = "512MB"
+_MIN_MEMORY_BYTES: Final = 64 * 1000**2
 _UNIT_SECONDS: Final = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _TOP_LEVEL: Final = frozenset(
     {
@@ -49,6 +58,8 @@ class Settings:
     decode_workers: int = -1  # worker processes for decoding; -1 = one per CPU, 0 = in-process
     db: str = DEFAULT_DB
     retention_s: float = 7 * 86400.0
+    memory_limit: str = DEFAULT_MEMORY_LIMIT  # DuckDB's buffer pool cap: a size or a % of RAM
+    threads: int | None = None  # DuckDB worker threads; None = DuckDB's default (one per core)
     ingest_token: str | None = None
     query_token: str | None = None
     insecure_bind: bool = False
@@ -79,6 +90,28 @@ def parse_duration(value: Any, key: str = "duration") -> float:
         if match:
             return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     raise ConfigError(f"{key}: expected a duration like 30s, 5m, 1h, 7d; got {value!r}")
+
+
+def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
+    """``512MB`` / ``2GiB`` / ``1.5GB`` / ``25%`` (of RAM) or a number of bytes → the size string
+    DuckDB takes (``SET memory_limit``); at least 64 MB, a percentage in (0, 100]."""
+    expected = f"{key}: expected a size like 512MB, 2GiB or 25% (of RAM), at least 64MB; got {value!r}"
+    if isinstance(value, bool):
+        raise ConfigError(expected)
+    if isinstance(value, (int, float)):
+        value = f"{value}B"
+    if isinstance(value, str):
+        percent = _PERCENT.match(value)
+        if percent:
+            if 0 < float(percent.group(1)) <= 100:
+                return f"{percent.group(1)}%"
+            raise ConfigError(f"{key}: a percentage of RAM must be above 0 and at most 100; got {value!r}")
+        match = _SIZE.match(value)
+        if match:
+            unit = (match.group(2) or "B").lower()
+            if float(match.group(1)) * _UNIT_BYTES[unit] >= _MIN_MEMORY_BYTES:
+                return f"{match.group(1)}{_CANONICAL_UNIT[unit]}"
+    raise ConfigError(expected)
 
 
 def _mapping(value: Any, key: str) -> Mapping[str, Any]:
@@ -144,11 +177,15 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     if "max_body_bytes" in server:
         values["max_body_bytes"] = _int(server["max_body_bytes"], "server.max_body_bytes", 1024, 2**31)
     storage = _mapping(doc.get("storage"), "storage")
-    _only(storage, "storage", {"db", "retention"})
+    _only(storage, "storage", {"db", "retention", "memory_limit", "threads"})
     if "db" in storage:
         values["db"] = _opt_str(storage["db"], "storage.db") or DEFAULT_DB
     if "retention" in storage:
         values["retention_s"] = parse_duration(storage["retention"], "storage.retention")
+    if "memory_limit" in storage:
+        values["memory_limit"] = parse_memory_limit(storage["memory_limit"], "storage.memory_limit")
+    if storage.get("threads") is not None:
+        values["threads"] = _int(storage["threads"], "storage.threads", 1, 64)
     auth = _mapping(doc.get("auth"), "auth")
     _only(auth, "auth", {"ingest_token", "query_token"})
     values["ingest_token"] = _opt_str(auth.get("ingest_token"), "auth.ingest_token")

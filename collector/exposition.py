@@ -19,7 +19,7 @@ from typing import Final
 import numpy as np
 import pyarrow as pa
 from fastapi import APIRouter, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from reach_collector import metrics
@@ -79,8 +79,11 @@ class Exposition(Collector):
         self._rejected = 0
         self._queue_depth = 0
         self._queue_source: Callable[[], int] | None = None
+        self._stored_source: Callable[[], int] | None = None
         self._writes = Hist(len(WRITE_BUCKETS))
         self.registry.register(self)
+        # process_resident_memory_bytes & co. of the collector's own process (Linux /proc).
+        ProcessCollector(registry=self.registry)
 
     # --- ingest: one call per committed batch ---------------------------------------------------
     def observe(self, table: pa.Table) -> None:
@@ -187,6 +190,11 @@ class Exposition(Collector):
             else:
                 self._queue_depth = int(spans)
 
+    def set_stored_source(self, spans: Callable[[], int]) -> None:
+        """Spans committed to the store since start (the writer's count), read at scrape."""
+        with self._lock:
+            self._stored_source = spans
+
     def observe_write(self, seconds: float) -> None:
         """One commit's wall time (the writer, after ``store.write``)."""
         with self._lock:
@@ -195,10 +203,32 @@ class Exposition(Collector):
     # --- scrape -----------------------------------------------------------------------------------
     def collect(self) -> Iterable[Metric]:
         window = self._window_gauges()
+        store = self._store_gauges()
         with self._lock:
             yield from self._counters()
             yield from window
             yield from self._state_gauges()
+        yield from store
+
+    def _store_gauges(self) -> list[Metric]:
+        """Read at scrape: spans committed, and the store's own memory (DuckDB's buffer pool and
+        allocations)."""
+        out: list[Metric] = []
+        with self._lock:
+            stored = self._stored_source
+        if stored is not None:
+            counter = CounterMetricFamily("reach_collector_spans_stored", "Spans committed to the store.")
+            counter.add_metric([], stored())
+            out.append(counter)
+        memory_bytes = getattr(self._store, "memory_bytes", None)
+        if callable(memory_bytes):
+            gauge = GaugeMetricFamily(
+                "reach_collector_duckdb_memory_bytes",
+                "Memory DuckDB holds (buffer pool and allocations; capped by storage.memory_limit).",
+            )
+            gauge.add_metric([], float(memory_bytes()))
+            out.append(gauge)
+        return out
 
     def _counters(self) -> Iterator[Metric]:
         calls = CounterMetricFamily(

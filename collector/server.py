@@ -44,7 +44,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
         raise StartupError(reason)
     sock = _bind(settings.host, settings.port)
     try:
-        store = DuckDBStore(settings.db)
+        store = DuckDBStore(settings.db, memory_limit=settings.memory_limit, threads=settings.threads)
     except duckdb.Error as exc:
         sock.close()
         raise StartupError(f"cannot open the trace store {settings.db}: {exc}") from None

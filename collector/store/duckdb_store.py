@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -46,11 +48,29 @@ class DuckDBStore:
         *,
         checkpoint_bytes: int = 64 << 20,
         compact_rows: int = 50_000,
+        memory_limit: str | None = None,
+        threads: int | None = None,
     ) -> None:
+        """``memory_limit`` (a DuckDB size such as ``512MB``, or a percentage of RAM) caps DuckDB's
+        buffer pool, which otherwise keeps pages cached up to 80 % of RAM; ``threads`` sets its
+        worker threads. None leaves DuckDB's default."""
         self.path = str(path)
         if self.path != MEMORY:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._con = duckdb.connect(self.path)
+        self._spill: str | None = None
+        try:
+            if memory_limit is not None:
+                self._con.execute("SET memory_limit = ?", [memory_limit])
+                if self.path == MEMORY:  # past the limit DuckDB spills; not into the working dir
+                    self._spill = tempfile.mkdtemp(prefix="reach-duckdb-")
+                    self._con.execute("SET temp_directory = ?", [self._spill])
+            if threads is not None:
+                self._con.execute("SET threads = ?", [int(threads)])
+        except BaseException:
+            self._con.close()
+            self._remove_spill()
+            raise
         # We checkpoint ourselves, between commits, so no request waits behind a checkpoint.
         self._con.execute("SET checkpoint_threshold = '16GB'")
         for statement in DDL:
@@ -265,6 +285,11 @@ class DuckDBStore:
             out.append(d)
         return out
 
+    def memory_bytes(self) -> int:
+        """Bytes DuckDB holds in memory now (its buffer pool and allocations, every tag summed)."""
+        rows = self._cursor().execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchall()
+        return int(rows[0][0] or 0)
+
     def count_spans(self) -> int:
         return int(self._cursor().execute("SELECT count(*) FROM spans").fetchall()[0][0])
 
@@ -287,6 +312,12 @@ class DuckDBStore:
                     self.compact()
                 self._con.execute("CHECKPOINT")
         self._con.close()
+        self._remove_spill()
+
+    def _remove_spill(self) -> None:
+        if self._spill is not None:
+            shutil.rmtree(self._spill, ignore_errors=True)
+            self._spill = None
 
 
 def _json_path(key: str) -> str:

@@ -110,6 +110,25 @@ class BatchStats:
         if row[_NAME] == sc.HEARTBEAT_SPAN_NAME:
             self.beats.append((row[_ATTRS], row[_END]))
 
+    def merge(self, other: BatchStats) -> None:
+        """Add ``other`` — more spans of the same request — into this one."""
+        for ckey, (n, total) in other.calls.items():
+            call = self.calls.setdefault(ckey, [0, 0.0])
+            call[0] += n
+            call[1] += total
+        for tkey, (tin, tout) in other.tokens.items():
+            tok = self.tokens.setdefault(tkey, [0, 0])
+            tok[0] += tin
+            tok[1] += tout
+        for hkey, n in other.handoffs.items():
+            self.handoffs[hkey] = self.handoffs.get(hkey, 0) + n
+        for tid, (handoffs, agents, root) in other.traces.items():
+            state = self.traces.setdefault(tid, [0, 0, 0])
+            state[0] += handoffs
+            state[1] += agents
+            state[2] |= root
+        self.beats.extend(other.beats)
+
 
 def stats_of(rows: Iterable[Sequence[Any]]) -> BatchStats:
     stats = BatchStats()

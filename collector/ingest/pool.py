@@ -19,7 +19,7 @@ from reach_collector.ingest.rows import SpanBatch, flatten
 _WARMUP: Final = b""
 
 
-Payload = tuple[bytes, bytes, int, str, BatchStats]
+Payload = tuple[bytes, bytes, int, tuple[str, ...], BatchStats]
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -30,21 +30,21 @@ def _ipc(table: pa.Table) -> bytes:
 
 
 def decode_to_ipc(body: bytes, media: str, encoding: str | None, max_bytes: int) -> Payload:
-    """In a worker: body → (span rows and trace parts as Arrow IPC streams, rejected, message,
-    exposition stats).
+    """In a worker: body → (span rows and trace parts as Arrow IPC streams, rejected,
+    reasons, exposition stats).
 
     Raises the same ``BodyError`` subclasses as the inline path (they pickle by message)."""
     batch = flatten(parse_for_rows(decompress(body, encoding, max_bytes), media))
-    return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.message, batch.stats
+    return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.reasons, batch.stats
 
 
 def from_ipc(payload: Payload) -> SpanBatch:
-    spans, parts, rejected, message, stats = payload
+    spans, parts, rejected, reasons, stats = payload
     return SpanBatch(
         table=pa.ipc.open_stream(pa.py_buffer(spans)).read_all(),
         parts=pa.ipc.open_stream(pa.py_buffer(parts)).read_all(),
         rejected=rejected,
-        message=message,
+        reasons=reasons,
         stats=stats,
     )
 

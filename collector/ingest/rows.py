@@ -44,12 +44,34 @@ class SpanBatch:
     table: pa.Table
     parts: pa.Table  # one lookup row per trace in this batch (see store.schema)
     rejected: int
-    message: str
+    reasons: tuple[str, ...] = ()  # why spans were rejected, each once (at most _MAX_REASONS)
     stats: BatchStats = field(default_factory=BatchStats)  # what /metrics folds in at commit
 
     @property
     def accepted(self) -> int:
         return int(self.table.num_rows)
+
+    @property
+    def message(self) -> str:
+        return f"rejected {self.rejected} span(s): " + "; ".join(self.reasons) if self.rejected else ""
+
+
+def merge_batches(batches: list[SpanBatch]) -> SpanBatch:
+    """One batch from the batches of one request's pieces, in order (see ``ingest.split``)."""
+    if len(batches) == 1:
+        return batches[0]
+    stats = BatchStats()
+    reasons: list[str] = []
+    for batch in batches:
+        stats.merge(batch.stats)
+        reasons.extend(r for r in batch.reasons if r not in reasons)
+    return SpanBatch(
+        pa.concat_tables([b.table for b in batches]).combine_chunks(),
+        pa.concat_tables([b.parts for b in batches]).combine_chunks(),
+        sum(b.rejected for b in batches),
+        tuple(reasons[:_MAX_REASONS]),
+        stats,
+    )
 
 
 def _problem(tid: bytes, sid: bytes, pid: bytes, start: int, end: int) -> str | None:
@@ -101,8 +123,7 @@ def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
                 rows.append(row)
                 _add_to_part(parts, row)
                 stats.add(row)
-    message = f"rejected {rejected} span(s): " + "; ".join(reasons) if rejected else ""
-    return SpanBatch(_table(rows), _parts_table(parts), rejected, message, stats)
+    return SpanBatch(_table(rows), _parts_table(parts), rejected, tuple(reasons), stats)
 
 
 # Row positions used by the per-trace aggregation (must follow store.schema.SPAN_COLUMNS).

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress, parse_for_rows
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
-from reach_collector.ingest.rows import SpanBatch, flatten
+from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
+from reach_collector.ingest.split import split_request
 from reach_collector.ingest.writer import Writer
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class IngestStats:
     spans_received: int = 0
     spans_rejected: int = 0
     requests_rejected: int = 0
+    requests_split: int = 0  # decoded in pieces by several workers at once
 
 
 class IngestService:
@@ -37,6 +39,9 @@ class IngestService:
         max_body_bytes: int,
         pool: ProcessPoolExecutor | None = None,
         on_received: Callable[[int, int], None] | None = None,
+        *,
+        workers: int | None = None,
+        split_min_bytes: int = 32 << 10,
     ) -> None:
         self.writer = writer
         self._on_received = on_received  # (spans received, of which rejected), per request
@@ -46,16 +51,33 @@ class IngestService:
         # Request bytes read but not yet decoded (touched only on the event loop thread).
         self.inflight_bytes = 0
         self.max_inflight_bytes = max(256 << 20, 4 * max_body_bytes)
+        # Pieces being decoded in the pool right now (event loop thread only), and the pool's size.
+        self._decoding = 0
+        # ProcessPoolExecutor keeps its size private; it has been ``_max_workers`` since it exists.
+        self.workers = (
+            workers if workers is not None else int(getattr(pool, "_max_workers", 1) if pool else 0)
+        )
+        self.split_min_bytes = split_min_bytes
 
     async def decode_async(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
-        """Decode in the worker pool when there is one, else in a thread; raises ``BodyError``."""
+        """Decode in the worker pool when there is one, else in a thread; raises ``BodyError``.
+
+        A large request that arrives while workers are idle is split between them (see
+        ``ingest.split``): one exporter alone then gets every decoder, not one."""
         if self.pool is None:
             return await asyncio.to_thread(self.decode_http, body, media, encoding)
         loop = asyncio.get_running_loop()
+        pieces = self._pieces(body, media, encoding)
         self.writer.decoding(1)
+        self._decoding += len(pieces)
         try:
-            payload = await loop.run_in_executor(
-                self.pool, decode_to_ipc, body, media, encoding, self.max_body_bytes
+            payloads = await asyncio.gather(
+                *(
+                    loop.run_in_executor(
+                        self.pool, decode_to_ipc, piece, media, encoding, self.max_body_bytes
+                    )
+                    for piece in pieces
+                )
             )
         except BodyError:
             raise
@@ -65,8 +87,19 @@ class IngestService:
             log.warning("could not decode an OTLP request in a worker: %r", exc)
             raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
         finally:
+            self._decoding -= len(pieces)
             self.writer.decoding(-1)
-        return self._count(from_ipc(payload))
+        return self._count(merge_batches([from_ipc(p) for p in payloads]))
+
+    def _pieces(self, body: bytes, media: str, encoding: str | None) -> list[bytes]:
+        idle = self.workers - self._decoding
+        plain = media == PROTOBUF and (encoding or "identity").strip().lower() == "identity"
+        if idle > 1 and plain and self.split_min_bytes <= len(body) <= self.max_body_bytes:
+            pieces = split_request(body, idle)
+            if pieces:
+                self.stats.requests_split += 1
+                return pieces
+        return [body]
 
     def decode_pooled(self, request: ExportTraceServiceRequest) -> SpanBatch:
         """For gRPC (already parsed): flatten in the pool when there is one, blocking the caller."""

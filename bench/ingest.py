@@ -2,10 +2,10 @@
 
 Measures, in one run: (a) DuckDB's own Arrow insert of the same span rows into the same schema
 (64k-row transactions + a final checkpoint), and (b) the collector end to end — a subprocess
-collector on a fresh DuckDB file, 1 and 4 concurrent client processes posting 512-span requests,
+collector on a fresh DuckDB file, 1, 4 and 8 concurrent client processes posting 512-span requests,
 each answered only after commit. Prints spans/s and the ratio (§7: ≥ 50 000 spans/s, ≥ 0.5×).
 
-    python bench/ingest.py [--requests 300] [--spans-per-request 512] [--clients 1 4]
+    python bench/ingest.py [--requests 300] [--spans-per-request 512] [--clients 1 4 8]
 """
 
 from __future__ import annotations
@@ -72,9 +72,27 @@ def _client(port: int, bodies: list[bytes], ready: mp.Barrier, out: mp.Queue) ->
     out.put(statuses)
 
 
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of a process and of its live children, from /proc (0 elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def one(p: str) -> float:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return one(str(pid)), sum(one(c) for c in children)
+
+
 def collector_ingest(
     bodies: list[bytes], spans: int, clients: int, db: Path
-) -> tuple[float, dict[int, int], int]:
+) -> tuple[float, dict[int, int], int, tuple[float, float]]:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "reach_collector", "--db", str(db), "--port", str(port), "--grpc-port", "0"],
@@ -99,6 +117,7 @@ def collector_ingest(
         workers = [ctx.Process(target=_client, args=(port, share, barrier, out)) for share in shares]
         for w in workers:
             w.start()
+        cpu_before = _cpu_seconds(proc.pid)
         barrier.wait()
         started = time.perf_counter()
         statuses: dict[int, int] = {}
@@ -106,6 +125,8 @@ def collector_ingest(
             for code, n in out.get().items():
                 statuses[code] = statuses.get(code, 0) + n
         elapsed = time.perf_counter() - started
+        cpu_after = _cpu_seconds(proc.pid)
+        cpu = (cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1])
         for w in workers:
             w.join()
     finally:
@@ -117,7 +138,7 @@ def collector_ingest(
     row = con.execute("SELECT count(*) FROM spans").fetchone()
     stored = int(row[0]) if row else 0
     con.close()
-    return elapsed, statuses, stored
+    return elapsed, statuses, stored, cpu
 
 
 def main() -> None:
@@ -126,7 +147,7 @@ def main() -> None:
     )
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--spans-per-request", type=int, default=512)
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
     args = parser.parse_args()
     bodies = make_bodies(args.requests, args.spans_per_request)
     from reach_collector.ingest.decode import PROTOBUF, parse
@@ -143,13 +164,15 @@ def main() -> None:
         raw_rate = n / elapsed
         print(f"raw DuckDB Arrow insert (64k-row commits + checkpoint): {raw_rate:,.0f} spans/s")
         for clients in args.clients:
-            elapsed, statuses, stored = collector_ingest(
+            elapsed, statuses, stored, (main_cpu, decoder_cpu) = collector_ingest(
                 bodies, spans, clients, Path(tmp) / f"c{clients}.duckdb"
             )
             rate = spans / elapsed
             print(
                 f"collector durable ingest, {clients} client(s): {rate:,.0f} spans/s "
-                f"({rate / raw_rate:.2f}x raw insert); statuses {statuses}; stored {stored}/{spans}"
+                f"({rate / raw_rate:.2f}x raw insert); statuses {statuses}; stored {stored}/{spans}; "
+                f"CPU µs/span: collector process {main_cpu / spans * 1e6:.1f}, "
+                f"decoder processes {decoder_cpu / spans * 1e6:.1f}"
             )
 
 

@@ -59,7 +59,9 @@ class Settings:
     db: str = DEFAULT_DB
     retention_s: float = 7 * 86400.0
     memory_limit: str = DEFAULT_MEMORY_LIMIT  # DuckDB's buffer pool cap: a size or a % of RAM
-    threads: int | None = None  # DuckDB worker threads; None = DuckDB's default (one per core)
+    # DuckDB worker threads. 1 by default: ingest commits many small statements, where handing work
+    # to other threads costs more CPU than it saves (≈ 8% more spans/s here); None = one per core.
+    threads: int | None = 1
     ingest_token: str | None = None
     query_token: str | None = None
     insecure_bind: bool = False
@@ -184,8 +186,9 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
         values["retention_s"] = parse_duration(storage["retention"], "storage.retention")
     if "memory_limit" in storage:
         values["memory_limit"] = parse_memory_limit(storage["memory_limit"], "storage.memory_limit")
-    if storage.get("threads") is not None:
-        values["threads"] = _int(storage["threads"], "storage.threads", 1, 64)
+    if "threads" in storage:
+        threads = storage["threads"]
+        values["threads"] = None if threads is None else _int(threads, "storage.threads", 1, 64)
     auth = _mapping(doc.get("auth"), "auth")
     _only(auth, "auth", {"ingest_token", "query_token"})
     values["ingest_token"] = _opt_str(auth.get("ingest_token"), "auth.ingest_token")

@@ -74,7 +74,7 @@ def test_threads() -> None:
 
 def test_defaults_and_file(tmp_path: Path) -> None:
     s = load(None, env={})
-    assert (s.memory_limit, s.threads) == (DEFAULT_MEMORY_LIMIT, None)
+    assert (s.memory_limit, s.threads) == (DEFAULT_MEMORY_LIMIT, 1)
     path = tmp_path / "reach.yaml"
     path.write_text("storage: {retention: 2m, memory_limit: 1GB, threads: 2}\n")
     s = load(path, env={})

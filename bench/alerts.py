@@ -43,7 +43,7 @@ def _heartbeats(store: DuckDBStore, now_ns: int) -> int:
 
 
 def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
-    store = DuckDBStore(db)
+    store = spans_bench.served_store(db)
     out: dict[str, Any] = {"spans": store.count_spans(), "heartbeat rows": _heartbeats(store, now_ns)}
     data = StoreAlertData(store, api_heartbeats=store.last_api_heartbeats)
     engine = build_engine(Settings(db=str(db)), data)

@@ -23,6 +23,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 from reach_collector import metrics
+from reach_collector.config import Settings
 from reach_collector.store import schema
 from reach_collector.store.duckdb_store import DuckDBStore
 
@@ -182,8 +183,14 @@ def time_runs(fn: Any, runs: int) -> tuple[float, float]:
     return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
 
 
+def served_store(db: Path) -> DuckDBStore:
+    """The store as the collector opens it, with its default memory limit and threads."""
+    defaults = Settings()
+    return DuckDBStore(db, memory_limit=defaults.memory_limit, threads=defaults.threads)
+
+
 def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
-    store = DuckDBStore(db)
+    store = served_store(db)
     out: dict[str, Any] = {"spans": store.count_spans()}
     golden = metrics.golden(store, now_ns, 300, "agent")
     out["window_calls"] = golden["total"]["calls"]

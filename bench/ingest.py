@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _spans import make_bodies
+from peers.harness import wait_healthy
 
 
 def raw_insert(bodies: list[bytes], db: Path, batch_rows: int = 65_536) -> tuple[int, float]:
@@ -99,17 +100,7 @@ def collector_ingest(
         stdout=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-                c.request("GET", "/healthz")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_healthy(port, proc, 30)
         ctx = mp.get_context("fork")
         barrier = ctx.Barrier(clients + 1)
         out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]

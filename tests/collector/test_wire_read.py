@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from reach_collector.api.tempo_otlp import set_any
 from reach_collector.ingest import wire
 from reach_collector.ingest.batch_stats import stats_of
 from reach_collector.ingest.decode import PROTOBUF, UndecodableBody, parse, parse_for_rows
@@ -33,25 +34,11 @@ values = st.recursive(
 
 
 def _set(target: AnyValue, value: Any) -> None:
-    if isinstance(value, str):
-        target.string_value = value
-    elif isinstance(value, bool):
-        target.bool_value = value
-    elif isinstance(value, int):
-        target.int_value = value
-    elif isinstance(value, float):
-        target.double_value = value
-    elif isinstance(value, bytes):
+    # The collector's own value → AnyValue (as the Tempo API re-encodes stored attributes), plus bytes.
+    if isinstance(value, bytes):
         target.bytes_value = value
-    elif isinstance(value, list):
-        target.array_value.SetInParent()
-        for item in value:
-            _set(target.array_value.values.add(), item)
-    elif isinstance(value, dict):
-        target.kvlist_value.SetInParent()
-        for key, item in value.items():
-            kv = target.kvlist_value.values.add(key=key)
-            _set(kv.value, item)
+    else:
+        set_any(target, value)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -17,23 +17,13 @@ from reach_collector.alerting.delivery import DeliveryAttempt
 from reach_collector.alerting.history import Acknowledgement
 from reach_collector.alerting.state import Alert, AlertState, Transition, iso
 from reach_collector.store.base import TraceStore
+from reach_collector.store.schema import EPISODES as _EPISODES
 
 __all__ = ["DuckDBHistory"]
 
 log = logging.getLogger("reach_collector.alerting")
 
 _NS: Final = 1_000_000_000
-# Transitions at the same instant (for: 0 goes inactive → pending → firing at once): later state wins.
-_RANK: Final = "CASE to_state WHEN 'pending' THEN 1 WHEN 'firing' THEN 2 WHEN 'resolved' THEN 3 ELSE 0 END"
-# The last transition of each episode (one fingerprint, one active_at).
-_EPISODES: Final = f"""
-SELECT fingerprint, alertname, severity, labels, annotations, to_state, value,
-       active_at_ns, fired_at_ns, resolved_at_ns, time_ns
-FROM alert_transitions
-QUALIFY row_number() OVER (
-    PARTITION BY fingerprint, active_at_ns ORDER BY time_ns DESC, {_RANK} DESC) = 1
-"""
-
 Run = Callable[[Callable[[Any], Any]], "Future[Any]"]
 
 

@@ -20,7 +20,15 @@ from typing import Any, Final
 import duckdb
 import pyarrow as pa
 from reach_collector.alerting.data import Heartbeat
-from reach_collector.store.schema import AUX_COLUMNS, COMPACT, DDL, MERGED, SPAN_NAMES, TRACE_COLUMNS
+from reach_collector.store.schema import (
+    AUX_COLUMNS,
+    COMPACT,
+    DDL,
+    MERGED,
+    PRUNE_ALERT_HISTORY,
+    SPAN_NAMES,
+    TRACE_COLUMNS,
+)
 
 MEMORY: Final = ":memory:"
 
@@ -139,7 +147,8 @@ class DuckDBStore:
         return True
 
     def delete_older_than(self, cutoff_ns: int) -> int:
-        """Retention: drop spans that ended before ``cutoff_ns`` and traces that no longer have any."""
+        """Retention: drop spans that ended before ``cutoff_ns``, traces that no longer have any, and
+        older heartbeats and alert history (but not the episodes still pending or firing)."""
         con = self._con
         con.execute("BEGIN TRANSACTION")
         try:
@@ -147,6 +156,8 @@ class DuckDBStore:
             con.execute("DELETE FROM traces WHERE last_end_ns < ?", [cutoff_ns])
             con.execute("DELETE FROM trace_parts WHERE last_end_ns < ?", [cutoff_ns])
             con.execute("DELETE FROM heartbeats WHERE time_ns < ?", [cutoff_ns])
+            for statement in PRUNE_ALERT_HISTORY:
+                con.execute(statement, [cutoff_ns])
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")

@@ -180,3 +180,29 @@ ON CONFLICT (trace_id) DO UPDATE SET
     services = list_distinct(list_concat(traces.services, EXCLUDED.services)),
     hops = traces.hops + EXCLUDED.hops
 """
+
+# --- alert history SQL -----------------------------------------------------------------------
+# Transitions at the same instant (for: 0 goes inactive → pending → firing at once): later state wins.
+_RANK: Final = "CASE to_state WHEN 'pending' THEN 1 WHEN 'firing' THEN 2 WHEN 'resolved' THEN 3 ELSE 0 END"
+# The last transition of each episode (one fingerprint, one active_at).
+EPISODES: Final = f"""
+SELECT fingerprint, alertname, severity, labels, annotations, to_state, value,
+       active_at_ns, fired_at_ns, resolved_at_ns, time_ns
+FROM alert_transitions
+QUALIFY row_number() OVER (
+    PARTITION BY fingerprint, active_at_ns ORDER BY time_ns DESC, {_RANK} DESC) = 1
+"""
+
+# Episodes still pending or firing: what a restarted engine restores, so retention keeps them.
+_ACTIVE: Final = (
+    f"SELECT fingerprint, active_at_ns, fired_at_ns FROM ({EPISODES}) WHERE to_state IN ('pending', 'firing')"
+)
+# Retention of the alert history (each takes the cutoff, unix ns): older rows go, except the
+# transitions and acknowledgements of episodes that are still active.
+PRUNE_ALERT_HISTORY: Final = (
+    f"DELETE FROM alert_transitions t WHERE time_ns < ? AND NOT EXISTS (SELECT 1 FROM ({_ACTIVE}) e "
+    "WHERE e.fingerprint = t.fingerprint AND e.active_at_ns IS NOT DISTINCT FROM t.active_at_ns)",
+    f"DELETE FROM alert_acks a WHERE time_ns < ? AND NOT EXISTS (SELECT 1 FROM ({_ACTIVE}) e "
+    "WHERE e.fingerprint = a.fingerprint AND e.fired_at_ns IS NOT DISTINCT FROM a.fired_at_ns)",
+    "DELETE FROM alert_deliveries WHERE time_ns < ?",
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -43,6 +44,8 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     if reason:
         raise StartupError(reason)
     sock = _bind(settings.host, settings.port)
+    # Port 0 binds a free port: the settings (and so the alerts' externalURL) say which one.
+    settings = replace(settings, port=int(sock.getsockname()[1]))
     try:
         store = DuckDBStore(settings.db, memory_limit=settings.memory_limit, threads=settings.threads)
     except duckdb.Error as exc:

@@ -204,7 +204,8 @@ def build_engine(
     setup = from_settings(settings)
     for warning in setup.warnings:
         log.warning("%s: %s", settings.source, warning)
-    url = external_url or f"http://{settings.host}:{settings.port}"
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host  # an IPv6 literal
+    url = external_url or f"http://{host}:{settings.port}"
     return AlertEngine(
         setup,
         data,

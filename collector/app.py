@@ -69,9 +69,7 @@ def create_app(
     writer = writer or Writer(store, max_pending_spans=max_pending_spans, on_commit=observe)
     exposition.set_queue_depth(lambda: writer.pending_spans)
     exposition.set_stored_source(lambda: writer.stats.spans_written)
-    # A pass every quarter of the retention window (10 s .. 10 min): a short window stays short.
-    every_s = min(600.0, max(10.0, settings.retention_s / 4))
-    retention = RetentionJob(writer, settings.retention_s, clock, every_s=every_s)
+    retention = RetentionJob(writer, settings.retention_s, clock)
 
     # Alerting: history in DuckDB (written on the writer thread), state picked up after a restart.
     history = DuckDBHistory(store, run=writer.call)

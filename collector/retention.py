@@ -18,12 +18,14 @@ class RetentionJob:
         writer: Writer,
         retention_s: float,
         clock: Callable[[], float],
-        every_s: float = 600.0,
+        every_s: float | None = None,
     ) -> None:
+        """``every_s``: how often to run; by default a quarter of the window, within 10 s .. 10 min,
+        so a short window stays short (and the store's size flat)."""
         self._writer = writer
         self.retention_s = retention_s
         self._clock = clock
-        self._every = every_s
+        self._every = every_s if every_s is not None else min(600.0, max(10.0, retention_s / 4))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

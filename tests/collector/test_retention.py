@@ -38,3 +38,14 @@ def test_retention_removes_old_spans_and_traces(tmp_path: Path) -> None:
     assert job.run_once() == 0
     writer.close()
     store.close()
+
+
+def test_retention_runs_every_quarter_of_its_window_within_bounds(tmp_path: Path) -> None:
+    store = DuckDBStore(tmp_path / "q.duckdb")
+    writer = Writer(store)
+    clock = lambda: 1_800_000_000.0  # noqa: E731
+    periods = [RetentionJob(writer, window, clock)._every for window in (20.0, 120.0, 7 * 86400.0)]
+    assert periods == [10.0, 30.0, 600.0]
+    assert RetentionJob(writer, 120.0, clock, every_s=5.0)._every == 5.0
+    writer.close()
+    store.close()

@@ -26,6 +26,7 @@ from reach_collector.api.tempo import tempo_router
 from reach_collector.config import Settings
 from reach_collector.exposition import Exposition, metrics_endpoint
 from reach_collector.ingest.batch_stats import BatchStats
+from reach_collector.ingest.pool import workers_rss_bytes
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
@@ -69,6 +70,8 @@ def create_app(
     writer = writer or Writer(store, max_pending_spans=max_pending_spans, on_commit=observe)
     exposition.set_queue_depth(lambda: writer.pending_spans)
     exposition.set_stored_source(lambda: writer.stats.spans_written)
+    if pool is not None:
+        exposition.set_decoder_memory_source(lambda: workers_rss_bytes(pool))
     retention = RetentionJob(writer, settings.retention_s, clock)
 
     # Alerting: history in DuckDB (written on the writer thread), state picked up after a restart.

@@ -80,6 +80,7 @@ class Exposition(Collector):
         self._queue_depth = 0
         self._queue_source: Callable[[], int] | None = None
         self._stored_source: Callable[[], int] | None = None
+        self._decoder_rss: Callable[[], int | None] | None = None
         self._writes = Hist(len(WRITE_BUCKETS))
         self.registry.register(self)
         # process_resident_memory_bytes & co. of the collector's own process (Linux /proc).
@@ -190,6 +191,11 @@ class Exposition(Collector):
             else:
                 self._queue_depth = int(spans)
 
+    def set_decoder_memory_source(self, rss_bytes: Callable[[], int | None]) -> None:
+        """Resident memory of the decoder worker processes, read at scrape (None: unknown)."""
+        with self._lock:
+            self._decoder_rss = rss_bytes
+
     def set_stored_source(self, spans: Callable[[], int]) -> None:
         """Spans committed to the store since start (the writer's count), read at scrape."""
         with self._lock:
@@ -215,7 +221,15 @@ class Exposition(Collector):
         allocations)."""
         out: list[Metric] = []
         with self._lock:
-            stored = self._stored_source
+            stored, decoder_rss = self._stored_source, self._decoder_rss
+        rss = decoder_rss() if decoder_rss is not None else None
+        if rss is not None:
+            gauge = GaugeMetricFamily(
+                "reach_collector_decoder_resident_memory_bytes",
+                "Resident memory of the decoder worker processes together (process_* is the main one).",
+            )
+            gauge.add_metric([], float(rss))
+            out.append(gauge)
         if stored is not None:
             counter = CounterMetricFamily("reach_collector_spans_stored", "Spans committed to the store.")
             counter.add_metric([], stored())

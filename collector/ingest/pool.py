@@ -66,6 +66,21 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
+def workers_rss_bytes(pool: ProcessPoolExecutor) -> int | None:
+    """Resident memory of the pool's worker processes together (from /proc; None where there is
+    none). The executor keeps its processes private; ``_processes`` maps pid → process."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    total = 0
+    for pid in list(getattr(pool, "_processes", None) or {}):
+        try:
+            with open(f"/proc/{pid}/statm") as statm:
+                total += int(statm.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            if not os.path.isdir("/proc"):
+                return None
+    return total
+
+
 def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 

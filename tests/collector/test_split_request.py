@@ -121,5 +121,9 @@ def test_a_lone_large_request_is_decoded_by_both_workers(
         assert stored == [(600, 600)]
         trace = collector.get("/api/traces/" + (bytes([1]) * 16).hex()).json()
         assert trace["span_count"] == 100
+        # The decoder workers' memory is on /metrics beside the main process's.
+        text = collector.get("/metrics").text
+        line = next(x for x in text.splitlines() if x.startswith("reach_collector_decoder_resident"))
+        assert float(line.split()[-1]) > 10e6
     finally:
         pool.shutdown()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 from reach_collector.config import Settings, check_bind
@@ -90,7 +95,8 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
             print(f"reach-otel collector auth: off (no tokens; bound to {settings.host})", file=out)
         out.flush()
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
-        uvicorn.Server(config).run(sockets=[sock])
+        with _signals_return():
+            uvicorn.Server(config).run(sockets=[sock])
     finally:
         if grpc_server is not None:
             grpc_server.stop(grace=5).wait(10)
@@ -98,3 +104,25 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         store.close()
+    print("reach-otel collector stopped; the store is closed", file=out)
+    out.flush()
+
+
+@contextlib.contextmanager
+def _signals_return() -> Iterator[None]:
+    """uvicorn shuts down on SIGINT/SIGTERM, then raises the same signal again against the handlers
+    it found. With the default SIGTERM handler that kills the process before the decoder pool, the
+    gRPC server and the store are closed; handlers that just return let ``serve`` finish."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    return None

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 
 def _free_port() -> int:
@@ -90,3 +91,43 @@ def test_busy_port_is_a_clear_error(tmp_path: Path) -> None:
         result = _run("--port", "0", "--grpc-port", str(port), "--db", str(tmp_path / "y.duckdb"))
         assert result.returncode == 2
         assert "OTLP/gRPC" in result.stderr
+
+
+def test_sigterm_stops_cleanly_and_closes_the_store(tmp_path: Path) -> None:
+    port = _free_port()
+    db = tmp_path / "t.duckdb"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reach_collector", "--db", str(db), "--port", str(port), "--grpc-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        # Something to close: one span, so the store has a write-ahead log until it is closed.
+        request = ExportTraceServiceRequest()
+        span = request.resource_spans.add().scope_spans.add().spans.add(name="s")
+        span.trace_id, span.span_id = b"\x01" * 16, b"\x02" * 8
+        span.start_time_unix_nano, span.end_time_unix_nano = time.time_ns() - 1000, time.time_ns()
+        body = request.SerializeToString()
+        assert (
+            httpx.post(
+                f"http://127.0.0.1:{port}/v1/traces",
+                content=body,
+                headers={"content-type": "application/x-protobuf"},
+            ).status_code
+            == 200
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "collector stopped; the store is closed" in out
+    assert "leaked" not in err and "Traceback" not in err
+    assert not Path(str(db) + ".wal").exists()  # closed: the log was checkpointed into the file

@@ -51,6 +51,13 @@ class Peer:
     start_timeout_s: float = 60
 
 
+def _api_peer(
+    key: str, label: str, launch: Callable[[Path, int], subprocess.Popen[bytes]], lookups: bool = True
+) -> Peer:
+    """A peer with our trace API shape: ``GET /api/traces/{id}`` → ``{"spans": [...]}``."""
+    return Peer(key, label, launch, lambda t: f"/api/traces/{t}", lambda p: len(p["spans"]), lookups=lookups)
+
+
 @dataclass
 class Run:
     clients: int
@@ -169,31 +176,13 @@ def main() -> int:
     why_not: dict[str, str] = {}
     for key in args.peers:
         if key == "ours":
-            peer = Peer(
-                "ours",
-                f"reach_collector {md.version('reach-otel')}",
-                ours,
-                lambda t: f"/api/traces/{t}",
-                lambda p: len(p["spans"]),
-            )
+            peer = _api_peer(key, f"reach_collector {md.version('reach-otel')}", ours)
             peers.append((peer, args.requests, args.clients))
         elif key == "plain":
-            peer = Peer(
-                "plain",
-                "plain FastAPI + DuckDB",
-                plain,
-                lambda t: f"/api/traces/{t}",
-                lambda p: len(p["spans"]),
-            )
-            peers.append((peer, args.requests, args.clients))
+            peers.append((_api_peer(key, "plain FastAPI + DuckDB", plain), args.requests, args.clients))
         elif key == "plain-executemany":
-            peer = Peer(
-                key,
-                "plain, executemany",
-                lambda w, p: plain(w, p, "executemany"),
-                lambda t: f"/api/traces/{t}",
-                lambda p: len(p["spans"]),
-                lookups=False,
+            peer = _api_peer(
+                key, "plain, executemany", lambda w, p: plain(w, p, "executemany"), lookups=False
             )
             peers.append((peer, args.executemany_requests, args.clients))
         elif key == "phoenix":

@@ -262,7 +262,7 @@ def load_file(path: str | os.PathLike[str]) -> Settings:
 
 
 def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:
-    """§10 environment overrides."""
+    """§10 environment overrides (plus ``REACH_COLLECTOR_MEMORY_LIMIT``)."""
     changes: dict[str, Any] = {}
     if env.get("REACH_COLLECTOR_DB"):
         changes["db"] = env["REACH_COLLECTOR_DB"]
@@ -277,6 +277,10 @@ def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:
         changes["ingest_token"] = env["REACH_INGEST_TOKEN"]
     if env.get("REACH_QUERY_TOKEN"):
         changes["query_token"] = env["REACH_QUERY_TOKEN"]
+    if env.get("REACH_COLLECTOR_MEMORY_LIMIT"):  # containers size memory from outside
+        changes["memory_limit"] = parse_memory_limit(
+            env["REACH_COLLECTOR_MEMORY_LIMIT"], "REACH_COLLECTOR_MEMORY_LIMIT"
+        )
     return replace(settings, **changes)
 
 

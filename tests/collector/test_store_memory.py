@@ -151,3 +151,12 @@ def test_metrics_show_duckdb_memory_rss_and_stored_spans(tmp_path: Path) -> None
     assert values["reach_collector_duckdb_memory_bytes"] > 0
     assert values["reach_collector_spans_stored_total"] == 5
     assert values["process_resident_memory_bytes"] > 10 * MIB
+
+
+def test_memory_limit_from_the_environment() -> None:
+    from reach_collector.config import apply_env
+
+    assert apply_env(Settings(), {"REACH_COLLECTOR_MEMORY_LIMIT": "2GiB"}).memory_limit == "2GiB"
+    assert apply_env(Settings(), {"REACH_COLLECTOR_MEMORY_LIMIT": "25%"}).memory_limit == "25%"
+    with pytest.raises(ConfigError, match=r"^REACH_COLLECTOR_MEMORY_LIMIT: expected a size"):
+        apply_env(Settings(), {"REACH_COLLECTOR_MEMORY_LIMIT": "lots"})

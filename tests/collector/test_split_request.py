@@ -12,7 +12,10 @@ import pytest
 from collector_helpers import RunningCollector
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.pool import start_pool
 from reach_collector.ingest.rows import flatten, merge_batches
@@ -125,5 +128,36 @@ def test_a_lone_large_request_is_decoded_by_both_workers(
         text = collector.get("/metrics").text
         line = next(x for x in text.splitlines() if x.startswith("reach_collector_decoder_resident"))
         assert float(line.split()[-1]) > 10e6
+    finally:
+        pool.shutdown()
+
+
+def test_hostile_large_requests_get_the_same_answers_split(
+    start_collector: Callable[..., RunningCollector],
+) -> None:
+    pool = start_pool(2)
+    try:
+        collector = start_collector(pool=pool)
+
+        def post(body: bytes) -> httpx.Response:
+            headers = {"content-type": PROTOBUF}
+            return httpx.post(collector.url + "/v1/traces", content=body, headers=headers, timeout=30)
+
+        spans = [(t % 6, t % 10 != 0, "a") for t in range(300)]  # every tenth span has no span id
+        request = _request([[spans]])
+        partial = post(request.SerializeToString())
+        assert partial.status_code == 200
+        rejected = ExportTraceServiceResponse.FromString(partial.content).partial_success
+        assert rejected.rejected_spans == 30 and "invalid span_id" in rejected.error_message
+        # Invalid UTF-8 in one attribute value of the last piece: the whole request is a 400.
+        bad = _request([[spans]])
+        last = bad.resource_spans[0].scope_spans[0].spans[-1]
+        last.attributes.add(key="k").value.bytes_value = b"\xff\xfe"
+        body = bad.SerializeToString().replace(b"\x3a\x02\xff\xfe", b"\x0a\x02\xff\xfe")
+        assert post(body).status_code == 400
+        assert post(request.SerializeToString()[:-7]).status_code == 400  # truncated: not split
+        assert collector.app.state.ingest.stats.requests_split == 2
+        assert collector.get("/healthz").status_code == 200
+        assert collector.store.query("SELECT count(*) FROM spans") == [(270,)]
     finally:
         pool.shutdown()

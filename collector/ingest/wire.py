@@ -1,13 +1,13 @@
-"""A faster read of OTLP trace requests: the same wire format, with attributes as a map of raw bytes.
+"""A faster read of OTLP trace requests: the same wire format, with attributes left as raw bytes.
 
 Reading an attribute through the official classes builds three Python objects (the ``KeyValue``,
 its ``AnyValue`` and the value) and makes two method calls, ≈ 1 µs each — the largest single cost
-of ingest. On the wire, ``repeated KeyValue attributes`` is exactly a ``map<string, bytes>`` (a map
-entry is a message with the key in field 1 and the value in field 2), so this module builds,
-once, copies of the OTLP message types whose ``attributes`` fields are such maps. One C call then
-hands over ``{key: encoded AnyValue}``, and the common values (short strings, small ints, bools,
-doubles) are decoded from their few bytes here; anything else goes through the official
-``AnyValue`` parser, so the result is the same as reading the official message.
+of ingest. A message field reads just as well as ``bytes`` (both are length-delimited), so this
+module builds, once, copies of the OTLP message types whose ``attributes`` fields are ``repeated
+bytes``. The common shape — a short key, then a short string, small int, bool or double — is
+decoded from its few bytes here, in the sender's order; anything else goes through the official
+parser, so the result is the same as reading the official message. (A ``map<string, bytes>`` —
+also wire-compatible — reads ≈ 0.5 µs per span faster but loses the attributes' order.)
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ _FILES: Final = (common_pb2, resource_pb2, trace_pb2, trace_service_pb2)
 _REQUEST: Final = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
 
 # AnyValue field tags (field number << 3 | wire type).
-_STRING: Final = 0x0A  # 1, length-delimited
+_STRING: Final = 0x0A  # 1, length-delimited (also KeyValue.key)
+_VALUE: Final = 0x12  # KeyValue.value: field 2, length-delimited
 _BOOL: Final = 0x10  # 2, varint
 _INT: Final = 0x18  # 3, varint
 _DOUBLE: Final = 0x21  # 4, 64-bit
@@ -37,20 +38,17 @@ _BYTES: Final = 0x3A  # 7, length-delimited
 _unpack_double: Final = struct.Struct("<d").unpack_from
 
 
-def _as_map(msg: descriptor_pb2.DescriptorProto) -> None:
-    """Turn every ``repeated KeyValue attributes`` of ``msg`` (and nested types) into a bytes map."""
+def _as_bytes(msg: descriptor_pb2.DescriptorProto) -> None:
+    """Turn every ``repeated KeyValue attributes`` of ``msg`` (and nested types) into
+    ``repeated bytes``: each element one encoded ``KeyValue``, in the sender's order."""
     for field in msg.field:
-        if field.type_name.startswith(".opentelemetry."):
-            field.type_name = f".{_PREFIX}{field.type_name}"
         if field.name == "attributes" and field.type_name.endswith(".KeyValue"):
-            entry = msg.nested_type.add(name="AttributesEntry")
-            entry.options.map_entry = True
-            for number, name, kind in ((1, "key", field.TYPE_STRING), (2, "value", field.TYPE_BYTES)):
-                entry.field.add(name=name, number=number, type=kind, label=field.LABEL_OPTIONAL)
-            field.type_name = "AttributesEntry"
+            field.type = field.TYPE_BYTES
+            field.ClearField("type_name")
+        elif field.type_name.startswith(".opentelemetry."):
+            field.type_name = f".{_PREFIX}{field.type_name}"
     for nested in msg.nested_type:
-        if not nested.options.map_entry:
-            _as_map(nested)
+        _as_bytes(nested)
 
 
 def _build() -> type[Message]:
@@ -65,7 +63,7 @@ def _build() -> type[Message]:
         proto.dependency.extend(deps)
         proto.ClearField("service")
         for msg in proto.message_type:
-            _as_map(msg)
+            _as_bytes(msg)
         pool.Add(proto)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PREFIX}.{_REQUEST}"))
 
@@ -143,11 +141,31 @@ def decode_value(raw: bytes) -> Any:
     return _official(raw)
 
 
+def _key_value(raw: bytes) -> tuple[str, Any]:
+    kv = common_pb2.KeyValue.FromString(raw)
+    return kv.key, any_value(kv.value)
+
+
 def attributes(entries: Any) -> dict[str, Any]:
-    """A ``WireRequest`` attributes map → ``{key: value}``; raises ``DecodeError``/``ValueError``."""
-    out = dict(entries)
-    for key, raw in out.items():
-        out[key] = decode_value(raw)
+    """``WireRequest`` attributes (encoded ``KeyValue``s) → ``{key: value}`` in the sender's order
+    (later duplicates win, as in a dict); raises ``DecodeError``/``ValueError`` for an invalid one."""
+    out: dict[str, Any] = {}
+    for raw in entries:
+        # The common shape, read from the bytes: the key (field 1), then the value (field 2), each
+        # shorter than 128 bytes so its length is one byte; a string value likewise.
+        try:
+            e = raw[1] + 2  # where the key ends
+            size = raw[e + 1]
+            if raw[0] == _STRING and raw[e] == _VALUE and size + e + 2 == len(raw) and raw[1] | size < 0x80:
+                if raw[e + 2] == _STRING and raw[e + 3] + e + 4 == len(raw):
+                    out[raw[2:e].decode()] = raw[e + 4 :].decode()
+                else:
+                    out[raw[2:e].decode()] = decode_value(raw[e + 2 :])
+                continue
+        except IndexError:  # shorter than the common shape (an empty value, a bare key)
+            pass
+        key, value = _key_value(raw)
+        out[key] = value
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -111,3 +112,14 @@ def test_invalid_utf8_in_a_value_is_an_undecodable_body() -> None:
         parse(body, PROTOBUF)
     with pytest.raises(ValueError):
         flatten(parse_for_rows(body, PROTOBUF))
+
+
+def test_attributes_keep_the_senders_order() -> None:
+    span = Span(
+        trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s", start_time_unix_nano=1, end_time_unix_nano=2
+    )
+    keys = [f"key.{i}.{c}" for i, c in enumerate("zyxwvutsrqponmlkjihgfedcba")]
+    for i, key in enumerate(keys):
+        _set(span.attributes.add(key=key).value, "x" * 200 if i % 5 == 0 else i)  # long and short values
+    batch = flatten(parse_for_rows(_request_with(span).SerializeToString(), PROTOBUF))
+    assert list(json.loads(batch.table.column("attributes")[0].as_py())) == keys

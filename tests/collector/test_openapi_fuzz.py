@@ -43,7 +43,13 @@ HOSTILE = st.sampled_from(
 )
 VALUES = st.one_of(HOSTILE, st.text(max_size=40), st.integers(-(2**70), 2**70).map(str))
 JSON = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=20),
+    ),
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
     ),

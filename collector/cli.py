@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Any
 
-from reach_collector.client import QueryError, default_url, get_json
+from reach_collector.client import QueryError, add_query_arguments, default_url, fail, get_json
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -54,26 +54,13 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--url", default=None, help="collector URL (default $REACH_OTEL_URL or http://127.0.0.1:4318)"
-    )
-    parser.add_argument("--token", default=None, help="query token (default $REACH_QUERY_TOKEN)")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON instead of a rendering")
-
-
-def _fail(message: str, code: int = 1) -> int:
-    print(f"reach-otel: {message}", file=sys.stderr)
-    return code
-
-
 def run_trace(args: argparse.Namespace) -> int:
     if not _TRACE_ID.match(args.trace_id) or int(args.trace_id, 16) == 0:
-        return _fail(f"malformed trace id {args.trace_id!r}: expected 32 hex digits", 2)
+        return fail(f"malformed trace id {args.trace_id!r}: expected 32 hex digits", 2)
     try:
         trace = get_json(args.url or default_url(), f"/api/traces/{args.trace_id.lower()}", token=args.token)
     except QueryError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if args.json:
         import json
 
@@ -98,12 +85,12 @@ def run_traces(args: argparse.Namespace) -> int:
     for item in args.attr or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            return _fail(f"--attr expects KEY=VALUE, got {item!r}", 2)
+            return fail(f"--attr expects KEY=VALUE, got {item!r}", 2)
         params.append((f"attr.{key}", value))
     try:
         body: dict[str, Any] = get_json(args.url or default_url(), "/api/traces", params, token=args.token)
     except QueryError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if args.json:
         import json
 
@@ -123,7 +110,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     trace = sub.add_parser("trace", help="print one trace as a span tree")
     trace.add_argument("trace_id", metavar="TRACE_ID", help="32 hex digits")
-    _add_query_arguments(trace)
+    add_query_arguments(trace, "a rendering")
     trace.set_defaults(func=run_trace)
 
     traces = sub.add_parser("traces", help="search traces")
@@ -135,5 +122,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     traces.add_argument("--min-duration-ms", type=float, default=None, help="slower than this")
     traces.add_argument("--attr", action="append", metavar="KEY=VALUE", help="a span attribute (repeatable)")
     traces.add_argument("--limit", type=int, default=20, help="at most this many (max 1000)")
-    _add_query_arguments(traces)
+    add_query_arguments(traces, "a rendering")
     traces.set_defaults(func=run_traces)

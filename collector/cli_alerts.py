@@ -6,27 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from datetime import datetime, timezone
 from typing import Any
 
-from reach_collector.client import QueryError, default_url, get_json, post_json
+from reach_collector.client import QueryError, add_query_arguments, default_url, fail, get_json, post_json
 
 __all__ = ["register", "run_agents", "run_alerts", "run_oncall"]
-
-
-def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--url", default=None, help="collector URL (default $REACH_OTEL_URL or http://127.0.0.1:4318)"
-    )
-    parser.add_argument("--token", default=None, help="query token (default $REACH_QUERY_TOKEN)")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON instead of a table")
-
-
-def _fail(message: str, code: int = 1) -> int:
-    print(f"reach-otel: {message}", file=sys.stderr)
-    return code
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], empty: str) -> None:
@@ -76,7 +62,7 @@ def run_alerts(args: argparse.Namespace) -> int:
     try:
         body = _call(args, "/api/alerts", params=params)
     except QueryError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not _print(args, body):
         rows = [
             [
@@ -104,13 +90,13 @@ def run_replay(args: argparse.Namespace) -> int:
             "until": _instant(args.until, "--until") if args.until else _instant("0s", "--until"),
         }
     except ValueError as exc:
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     if args.step:
         request["step"] = args.step
     try:
         body = _call(args, "/api/alerts/replay", body=request)
     except QueryError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not _print(args, body):
         rows = [
             [t["time"], t["severity"], t["alertname"], t["labels"].get("agent", ""), t["from"], t["to"]]
@@ -127,7 +113,7 @@ def run_ack(args: argparse.Namespace) -> int:
     try:
         body = _call(args, f"/api/alerts/{args.fingerprint}/ack", body={"by": args.by})
     except QueryError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not _print(args, body):
         print(f"acknowledged {args.fingerprint} by {body['acknowledged_by']}")
     return 0
@@ -137,7 +123,7 @@ def run_oncall(args: argparse.Namespace) -> int:
     try:
         body = _call(args, "/api/oncall")
     except QueryError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not _print(args, body):
         rows = [
             [s["schedule"], s.get("now") or "(nobody)", s.get("next") or "", s.get("next_handoff") or ""]
@@ -151,7 +137,7 @@ def run_agents(args: argparse.Namespace) -> int:
     try:
         body = _call(args, "/api/agents")
     except QueryError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not _print(args, body):
         rows = [
             [a["agent_id"], a["status"], a.get("last_heartbeat") or "", a.get("service") or ""]
@@ -165,7 +151,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `alerts` (with `replay` and `ack`), `oncall` and `agents` to `reach-otel`."""
     alerts = sub.add_parser("alerts", help="list alerts; replay the rules over history; acknowledge")
     alerts.add_argument("--state", choices=("pending", "firing", "resolved"), help="only this state")
-    _add_query_arguments(alerts)
+    add_query_arguments(alerts)
     alerts.set_defaults(func=run_alerts)
     actions = alerts.add_subparsers(dest="alerts_command", metavar="ACTION")
 
@@ -173,19 +159,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     replay.add_argument("--since", required=True, help="ISO-8601, unix ns, or a lookback like 2h")
     replay.add_argument("--until", default=None, help="ISO-8601, unix ns, or a lookback (default now)")
     replay.add_argument("--step", default=None, help="evaluation step (default the configured interval)")
-    _add_query_arguments(replay)
+    add_query_arguments(replay)
     replay.set_defaults(func=run_replay)
 
     ack = actions.add_parser("ack", help="acknowledge a firing alert (stops repeats and escalation)")
     ack.add_argument("fingerprint", metavar="FINGERPRINT")
     ack.add_argument("--by", required=True, help="who acknowledges")
-    _add_query_arguments(ack)
+    add_query_arguments(ack)
     ack.set_defaults(func=run_ack)
 
     oncall = sub.add_parser("oncall", help="who is on call now, and the next hand-off")
-    _add_query_arguments(oncall)
+    add_query_arguments(oncall)
     oncall.set_defaults(func=run_oncall)
 
     agents = sub.add_parser("agents", help="agents by last heartbeat (live or lost)")
-    _add_query_arguments(agents)
+    add_query_arguments(agents)
     agents.set_defaults(func=run_agents)

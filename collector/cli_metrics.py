@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from reach_collector.client import QueryError, default_url, get_json
+from reach_collector.client import QueryError, add_query_arguments, default_url, get_json
 
 __all__ = ["register", "run_metrics"]
 
@@ -131,9 +131,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--window", default="5m", help="trailing window: 30s, 5m, 1h, 7d (default 5m)")
     parser.add_argument("--by", default="agent", choices=_BY, help="group calls by (default agent)")
     parser.add_argument("--agents", action="store_true", help="handoffs, hops, loops, tokens and cost")
-    parser.add_argument(
-        "--url", default=None, help="collector URL (default $REACH_OTEL_URL or http://127.0.0.1:4318)"
-    )
-    parser.add_argument("--token", default=None, help="query token (default $REACH_QUERY_TOKEN)")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON instead of tables")
+    add_query_arguments(parser, "tables")
     parser.set_defaults(func=run_metrics)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,6 +20,21 @@ class QueryError(Exception):
 
 def default_url() -> str:
     return os.environ.get("REACH_OTEL_URL") or DEFAULT_URL
+
+
+def add_query_arguments(parser: argparse.ArgumentParser, rendering: str = "a table") -> None:
+    """``--url``, ``--token`` and ``--json``: what every command that queries a collector takes."""
+    parser.add_argument(
+        "--url", default=None, help=f"collector URL (default $REACH_OTEL_URL or {DEFAULT_URL})"
+    )
+    parser.add_argument("--token", default=None, help="query token (default $REACH_QUERY_TOKEN)")
+    parser.add_argument("--json", action="store_true", help=f"print the raw JSON instead of {rendering}")
+
+
+def fail(message: str, code: int = 1) -> int:
+    """Say what went wrong on stderr; the exit code to return."""
+    print(f"reach-otel: {message}", file=sys.stderr)
+    return code
 
 
 def get_json(

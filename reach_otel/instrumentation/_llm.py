@@ -17,6 +17,7 @@ import wrapt
 from reach_otel import semconv as sc
 from reach_otel._safety import safe
 from reach_otel.handler import TelemetryHandler
+from reach_otel.instrumentation._extract import request_params, server_of
 from reach_otel.invocations import LLMInvocation
 
 HandlerRef = Callable[[], TelemetryHandler]
@@ -33,6 +34,24 @@ class Request:
     attributes: dict[str, Any] = field(default_factory=dict)
     messages: Any = None
     system: Any = None
+
+    @classmethod
+    def read(
+        cls, instance: Any, kwargs: dict[str, Any], messages: str = "messages", system: str | None = None
+    ) -> Request:
+        """The common request fields of an SDK call: model, stream, the client's server, the
+        request parameters, and the messages and system prompt under the SDK's own names."""
+        address, port = server_of(instance)
+        model = kwargs.get("model")
+        return cls(
+            model=model if isinstance(model, str) else None,
+            stream=bool(kwargs.get("stream")),
+            server_address=address,
+            server_port=port,
+            attributes=request_params(kwargs),
+            messages=kwargs.get(messages),
+            system=kwargs.get(system) if system else None,
+        )
 
 
 class StreamAccumulator:

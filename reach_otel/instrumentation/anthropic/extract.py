@@ -8,22 +8,11 @@ from typing import Any
 from reach_otel import semconv as sc
 from reach_otel.extract import llm_response_attributes, output_messages
 from reach_otel.instrumentation._extract import field as _get
-from reach_otel.instrumentation._extract import request_params, server_of
 from reach_otel.instrumentation._llm import Request, StreamAccumulator
 
 
 def messages_request(instance: Any, kwargs: dict[str, Any]) -> Request:
-    address, port = server_of(instance)
-    model = kwargs.get("model")
-    return Request(
-        model=model if isinstance(model, str) else None,
-        stream=bool(kwargs.get("stream")),
-        server_address=address,
-        server_port=port,
-        attributes=request_params(kwargs),
-        messages=kwargs.get("messages"),
-        system=kwargs.get("system"),
-    )
+    return Request.read(instance, kwargs, system="system")
 
 
 def requested_tools(result: Any) -> list[str]:

@@ -8,28 +8,15 @@ from typing import Any
 from reach_otel import semconv as sc
 from reach_otel.extract import finish_reasons, llm_response_attributes, output_messages, usage_tokens
 from reach_otel.instrumentation._extract import field as _get
-from reach_otel.instrumentation._extract import request_params, server_of
 from reach_otel.instrumentation._llm import Request, StreamAccumulator
 
 
 def chat_request(instance: Any, kwargs: dict[str, Any]) -> Request:
-    address, port = server_of(instance)
-    model = kwargs.get("model")
-    return Request(
-        model=model if isinstance(model, str) else None,
-        stream=bool(kwargs.get("stream")),
-        server_address=address,
-        server_port=port,
-        attributes=request_params(kwargs),
-        messages=kwargs.get("messages"),
-    )
+    return Request.read(instance, kwargs)
 
 
 def responses_request(instance: Any, kwargs: dict[str, Any]) -> Request:
-    req = chat_request(instance, kwargs)
-    req.messages = kwargs.get("input")
-    req.system = kwargs.get("instructions")
-    return req
+    return Request.read(instance, kwargs, messages="input", system="instructions")
 
 
 def with_usage_in_stream(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -137,6 +137,23 @@ def _prepared(spec: LLMSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
         return kwargs
 
 
+def _failed(inv: LLMInvocation, token: Any, spec: LLMSpec, exc: BaseException) -> None:
+    inv.exit(token)
+    inv.fail(exc, spec.error_code(exc))
+
+
+def _settled(
+    inv: LLMInvocation, spec: LLMSpec, kwargs: dict[str, Any], result: Any, stream: type, next_name: str
+) -> Any:
+    """After the SDK call returned: a stream comes back wrapped (the span ends with it), anything
+    else is recorded and ends the span. The sync and async wrappers differ only in the await."""
+    if kwargs.get("stream") and hasattr(result, next_name):
+        return stream(result, inv, spec)
+    _record(inv, spec, result)
+    inv.stop()
+    return result
+
+
 def sync_wrapper(spec: LLMSpec, handler_ref: HandlerRef) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -149,15 +166,10 @@ def sync_wrapper(spec: LLMSpec, handler_ref: HandlerRef) -> Callable[..., Any]:
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
-            inv.exit(token)
-            inv.fail(exc, spec.error_code(exc))
+            _failed(inv, token, spec, exc)
             raise
         inv.exit(token)
-        if kwargs.get("stream") and hasattr(result, "__next__"):
-            return SyncStream(result, inv, spec)
-        _record(inv, spec, result)
-        inv.stop()
-        return result
+        return _settled(inv, spec, kwargs, result, SyncStream, "__next__")
 
     return wrapper
 
@@ -174,15 +186,10 @@ def async_wrapper(spec: LLMSpec, handler_ref: HandlerRef) -> Callable[..., Any]:
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
-            inv.exit(token)
-            inv.fail(exc, spec.error_code(exc))
+            _failed(inv, token, spec, exc)
             raise
         inv.exit(token)
-        if kwargs.get("stream") and hasattr(result, "__anext__"):
-            return AsyncStream(result, inv, spec)
-        _record(inv, spec, result)
-        inv.stop()
-        return result
+        return _settled(inv, spec, kwargs, result, AsyncStream, "__anext__")
 
     return wrapper
 

@@ -194,7 +194,7 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     values["ingest_token"] = _opt_str(auth.get("ingest_token"), "auth.ingest_token")
     values["query_token"] = _opt_str(auth.get("query_token"), "auth.query_token")
     if "time_zone" in doc:
-        values["time_zone"] = _time_zone(doc["time_zone"])
+        values["time_zone"] = parse_zone(doc["time_zone"])
     values["prices"] = _prices(_mapping(doc.get("prices"), "prices"))
     sections: dict[str, Any] = {}
     if "alerting" in doc:
@@ -210,13 +210,14 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     return Settings(**values)
 
 
-def _time_zone(value: Any) -> str:
+def parse_zone(value: Any, key: str = "time_zone") -> str:
+    """An IANA time zone name (``UTC``, ``Europe/Berlin``); raises ConfigError naming ``key``."""
     if not isinstance(value, str):
-        raise ConfigError(f"time_zone: expected an IANA zone name like UTC, got {value!r}")
+        raise ConfigError(f"{key}: expected an IANA zone name like UTC or Europe/Berlin, got {value!r}")
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"time_zone: unknown time zone {value!r}") from None
+        raise ConfigError(f"{key}: unknown time zone {value!r}") from None
     return value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date, datetime, timezone
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from reach_collector import config as _config
 from reach_collector.config import ConfigError, parse_duration
@@ -51,16 +51,6 @@ def url(value: Any, key: str) -> str | None:
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         raise ConfigError(f"{key}: expected an http:// or https:// URL or null, got {value!r}")
     return value.rstrip("/")
-
-
-def zone_name(value: Any, key: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"{key}: expected an IANA zone name like Europe/Berlin, got {value!r}")
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"{key}: unknown time zone {value!r}") from None
-    return value
 
 
 def wall_time(value: Any, key: str, zone: str) -> datetime:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, url, zone_name
+from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, url
 from reach_collector.alerting.oncall_config import (
     DEFAULT_ROUTING,
     EscalationPolicy,
@@ -25,7 +25,7 @@ from reach_collector.alerting.oncall_config import (
     parse_user,
 )
 from reach_collector.alerting.rotation import Schedule
-from reach_collector.config import ConfigError, Settings
+from reach_collector.config import ConfigError, Settings, parse_zone
 
 __all__ = [
     "SEVERITIES",
@@ -144,7 +144,7 @@ def load_alerting(
     sections: Mapping[str, Any], time_zone: str = "UTC", *, source: str | None = None
 ) -> AlertingSetup:
     try:
-        return _load(sections, zone_name(sections.get("time_zone", time_zone), "time_zone"))
+        return _load(sections, parse_zone(sections.get("time_zone", time_zone)))
     except ConfigError as exc:
         if source is None:
             raise

@@ -15,10 +15,9 @@ from reach_collector.alerting._checks import (
     only,
     url,
     wall_time,
-    zone_name,
 )
 from reach_collector.alerting.rotation import Layer, Override, Schedule
-from reach_collector.config import ConfigError
+from reach_collector.config import ConfigError, parse_zone
 
 __all__ = [
     "DEFAULT_ROUTING",
@@ -79,7 +78,7 @@ def parse_user(name: str, spec: Mapping[str, Any]) -> User:
 def parse_schedule(name: str, spec: Mapping[str, Any], default_zone: str) -> Schedule:
     key = f"schedules.{name}"
     only(spec, key, {"layers", "overrides", "time_zone"})
-    zone = zone_name(spec["time_zone"], f"{key}.time_zone") if "time_zone" in spec else default_zone
+    zone = parse_zone(spec["time_zone"], f"{key}.time_zone") if "time_zone" in spec else default_zone
     layers = []
     for i, layer in enumerate(list_of(spec.get("layers"), f"{key}.layers")):
         lkey = f"{key}.layers[{i}]"

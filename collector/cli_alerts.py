@@ -119,32 +119,46 @@ def run_ack(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_oncall(args: argparse.Namespace) -> int:
+def _listing(
+    args: argparse.Namespace, path: str, key: str, row: Any, title: str, columns: list[str], empty: str
+) -> int:
+    """GET ``path`` and print its ``key`` list as a table (one ``row(item)`` each), or the JSON."""
     try:
-        body = _call(args, "/api/oncall")
+        body = _call(args, path)
     except QueryError as exc:
         return fail(str(exc))
     if not _print(args, body):
-        rows = [
-            [s["schedule"], s.get("now") or "(nobody)", s.get("next") or "", s.get("next_handoff") or ""]
-            for s in body["schedules"]
-        ]
-        _table("On call", ["schedule", "now", "next", "hand-off"], rows, "no schedules configured")
+        _table(title, columns, [row(item) for item in body[key]], empty)
     return 0
+
+
+def run_oncall(args: argparse.Namespace) -> int:
+    return _listing(
+        args,
+        "/api/oncall",
+        "schedules",
+        lambda s: [
+            s["schedule"],
+            s.get("now") or "(nobody)",
+            s.get("next") or "",
+            s.get("next_handoff") or "",
+        ],
+        "On call",
+        ["schedule", "now", "next", "hand-off"],
+        "no schedules configured",
+    )
 
 
 def run_agents(args: argparse.Namespace) -> int:
-    try:
-        body = _call(args, "/api/agents")
-    except QueryError as exc:
-        return fail(str(exc))
-    if not _print(args, body):
-        rows = [
-            [a["agent_id"], a["status"], a.get("last_heartbeat") or "", a.get("service") or ""]
-            for a in body["agents"]
-        ]
-        _table("Agents", ["agent", "status", "last heartbeat", "service"], rows, "no heartbeats")
-    return 0
+    return _listing(
+        args,
+        "/api/agents",
+        "agents",
+        lambda a: [a["agent_id"], a["status"], a.get("last_heartbeat") or "", a.get("service") or ""],
+        "Agents",
+        ["agent", "status", "last heartbeat", "service"],
+        "no heartbeats",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

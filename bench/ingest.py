@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _spans import make_bodies
 from peers.harness import wait_healthy
+from soak import child_pids
 
 
 def raw_insert(bodies: list[bytes], db: Path, batch_rows: int = 65_536) -> tuple[int, float]:
@@ -84,11 +85,7 @@ def _cpu_seconds(pid: int) -> tuple[float, float]:
             return 0.0
         return (int(fields[11]) + int(fields[12])) / tick
 
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        children = []
-    return one(str(pid)), sum(one(c) for c in children)
+    return one(str(pid)), sum(one(str(c)) for c in child_pids(pid))
 
 
 def collector_ingest(

@@ -111,7 +111,7 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _children(pid: int) -> list[int]:
+def child_pids(pid: int) -> list[int]:
     """Child processes started by any thread of ``pid`` (decoder workers, their resource tracker)."""
     out: list[int] = []
     try:
@@ -136,7 +136,7 @@ def _scrape(url: str) -> dict[str, float]:
 
 def _sample(pid: int, url: str, t: float) -> dict[str, float]:
     collector = _rss_mb(pid)
-    workers = sum(_rss_mb(c) for c in _children(pid))
+    workers = sum(_rss_mb(c) for c in child_pids(pid))
     try:
         duckdb_mb = _scrape(url).get("reach_collector_duckdb_memory_bytes", -1.0) / 2**20
     except OSError:

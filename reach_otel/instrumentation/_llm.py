@@ -233,12 +233,20 @@ class _StreamState:
             inv.stop()
 
 
-class SyncStream(wrapt.ObjectProxy):  # type: ignore[type-arg]
-    """Proxy for an SDK ``Stream``: the user iterates it as before; the span ends once."""
+class _StreamProxy(wrapt.ObjectProxy):  # type: ignore[type-arg]
+    """What the sync and async stream proxies share: the span state, and ending the span when an
+    abandoned stream is collected."""
 
     def __init__(self, stream: Any, inv: LLMInvocation, spec: LLMSpec) -> None:
         super().__init__(stream)
         self._self_state = _StreamState(inv, spec)
+
+    def __del__(self) -> None:  # an abandoned stream still ends its span
+        self._self_state.finish()
+
+
+class SyncStream(_StreamProxy):
+    """Proxy for an SDK ``Stream``: the user iterates it as before; the span ends once."""
 
     def __iter__(self) -> SyncStream:
         return self
@@ -271,16 +279,9 @@ class SyncStream(wrapt.ObjectProxy):  # type: ignore[type-arg]
         finally:
             self._self_state.finish()
 
-    def __del__(self) -> None:  # an abandoned stream still ends its span
-        self._self_state.finish()
 
-
-class AsyncStream(wrapt.ObjectProxy):  # type: ignore[type-arg]
+class AsyncStream(_StreamProxy):
     """Proxy for an SDK ``AsyncStream``."""
-
-    def __init__(self, stream: Any, inv: LLMInvocation, spec: LLMSpec) -> None:
-        super().__init__(stream)
-        self._self_state = _StreamState(inv, spec)
 
     def __aiter__(self) -> AsyncStream:
         return self
@@ -312,6 +313,3 @@ class AsyncStream(wrapt.ObjectProxy):  # type: ignore[type-arg]
             await self.__wrapped__.close()
         finally:
             self._self_state.finish()
-
-    def __del__(self) -> None:
-        self._self_state.finish()

@@ -15,6 +15,13 @@ mapping = _config._mapping
 only = _config._only
 
 
+def required(section: Mapping[str, Any], key: str, names: tuple[str, ...]) -> None:
+    """Each of ``names`` must be in ``section``; the error names the first that is missing."""
+    for name in names:
+        if name not in section:
+            raise ConfigError(f"{key}.{name}: required")
+
+
 def duration(spec: Mapping[str, Any], name: str, key: str, default: float, positive: bool = False) -> float:
     if name not in spec:
         return default

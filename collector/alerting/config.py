@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, url
+from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, required, url
 from reach_collector.alerting.oncall_config import (
     DEFAULT_ROUTING,
     EscalationPolicy,
@@ -276,9 +276,7 @@ def _burn_rate(name: str, spec: Mapping[str, Any], key: str) -> BurnRateRuleConf
             wkey = f"{key}.windows[{i}]"
             window = mapping(window, wkey)
             only(window, wkey, {"long", "short", "factor"})
-            for required in ("long", "short", "factor"):
-                if required not in window:
-                    raise ConfigError(f"{wkey}.{required}: required")
+            required(window, wkey, ("long", "short", "factor"))
             parsed.append(
                 BurnWindow(
                     duration(window, "long", wkey, 0, positive=True),

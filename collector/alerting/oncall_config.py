@@ -13,6 +13,7 @@ from reach_collector.alerting._checks import (
     mapping,
     names,
     only,
+    required,
     url,
     wall_time,
 )
@@ -104,9 +105,7 @@ def parse_schedule(name: str, spec: Mapping[str, Any], default_zone: str) -> Sch
         okey = f"{key}.overrides[{i}]"
         override = mapping(override, okey)
         only(override, okey, {"user", "start", "end"})
-        for required in ("user", "start", "end"):
-            if required not in override:
-                raise ConfigError(f"{okey}.{required}: required")
+        required(override, okey, ("user", "start", "end"))
         user = names([override["user"]] if isinstance(override["user"], str) else None, f"{okey}.user")[0]
         start = wall_time(override["start"], f"{okey}.start", zone)
         end = wall_time(override["end"], f"{okey}.end", zone)
@@ -139,8 +138,7 @@ def parse_policy(name: str, spec: Mapping[str, Any], schedules: Mapping[str, Sch
         skey = f"{key}.steps[{i}]"
         step = mapping(step, skey)
         only(step, skey, {"notify", "escalate_after"})
-        if "notify" not in step:
-            raise ConfigError(f"{skey}.notify: required")
+        required(step, skey, ("notify",))
         after = duration(step, "escalate_after", skey, -1.0, positive=True)
         if after < 0 and i < len(raw) - 1:
             raise ConfigError(f"{skey}.escalate_after: required on every step but the last")

@@ -13,8 +13,9 @@ from typing import Final
 
 import pyarrow as pa
 from reach_collector.ingest.batch_stats import BatchStats
-from reach_collector.ingest.decode import PROTOBUF, decompress, parse_for_rows
-from reach_collector.ingest.rows import SpanBatch, flatten
+from reach_collector.ingest.decode import PROTOBUF, decompress
+from reach_collector.ingest.fast import flatten_body
+from reach_collector.ingest.rows import SpanBatch
 
 _WARMUP: Final = b""
 
@@ -34,7 +35,7 @@ def decode_to_ipc(body: bytes, media: str, encoding: str | None, max_bytes: int)
     reasons, exposition stats).
 
     Raises the same ``BodyError`` subclasses as the inline path (they pickle by message)."""
-    batch = flatten(parse_for_rows(decompress(body, encoding, max_bytes), media))
+    batch = flatten_body(decompress(body, encoding, max_bytes), media)
     return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.reasons, batch.stats
 
 

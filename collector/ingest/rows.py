@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest.batch_stats import BatchStats
+from reach_collector.ingest.batch_stats import STATS_COLUMNS, BatchStats
 from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
 from reach_collector.ingest.wire import attributes, from_message
 from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA, SPAN_NAMES
@@ -74,17 +74,27 @@ def merge_batches(batches: list[SpanBatch]) -> SpanBatch:
     )
 
 
+# Why a span is rejected, in the order the checks run (the compiled path reports 1-based codes).
+PROBLEMS: Final = (
+    "invalid trace_id (need 16 non-zero bytes, 32 hex digits in JSON)",
+    "invalid span_id (need 8 non-zero bytes, 16 hex digits in JSON)",
+    "invalid parent_span_id (need 8 bytes or empty)",
+    "timestamp out of range",
+    "end_time_unix_nano is before start_time_unix_nano",
+)
+
+
 def _problem(tid: bytes, sid: bytes, pid: bytes, start: int, end: int) -> str | None:
     if len(tid) != 16 or tid == _ZERO_TRACE:
-        return "invalid trace_id (need 16 non-zero bytes, 32 hex digits in JSON)"
+        return PROBLEMS[0]
     if len(sid) != 8 or sid == _ZERO_SPAN:
-        return "invalid span_id (need 8 non-zero bytes, 16 hex digits in JSON)"
+        return PROBLEMS[1]
     if pid and len(pid) != 8:
-        return "invalid parent_span_id (need 8 bytes or empty)"
+        return PROBLEMS[2]
     if start > _MAX_NS or end > _MAX_NS:
-        return "timestamp out of range"
+        return PROBLEMS[3]
     if end < start:
-        return "end_time_unix_nano is before start_time_unix_nano"
+        return PROBLEMS[4]
     return None
 
 
@@ -92,10 +102,8 @@ def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
     """Rows of an official request or a ``wire.WireRequest`` (the faster read of the same bytes)."""
     request = from_message(request)
     rows: list[tuple[Any, ...]] = []
-    parts: dict[str, list[Any]] = {}
     rejected = 0
     reasons: list[str] = []
-    stats = BatchStats()
     for rs in request.resource_spans:
         res_attrs = attributes(rs.resource.attributes)
         service = res_attrs.get(sc.SERVICE_NAME)
@@ -119,15 +127,28 @@ def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
                     if problem not in reasons and len(reasons) < _MAX_REASONS:
                         reasons.append(problem)
                     continue
-                row = _row(span, ids, times, service, resource_json, scope_json)
-                rows.append(row)
-                _add_to_part(parts, row)
-                stats.add(row)
-    return SpanBatch(_table(rows), _parts_table(parts), rejected, tuple(reasons), stats)
+                rows.append(_row(span, ids, times, service, resource_json, scope_json))
+    parts, stats = fold(rows)
+    return SpanBatch(_table(rows), parts, rejected, tuple(reasons), stats)
+
+
+def fold(rows: list[tuple[Any, ...]]) -> tuple[pa.Table, BatchStats]:
+    """The trace lookup parts and the exposition stats of a batch's rows (row tuples in
+    ``store.schema`` column order; only the columns ``FOLDED`` names are read)."""
+    parts: dict[str, list[Any]] = {}
+    stats = BatchStats()
+    for row in rows:
+        _add_to_part(parts, row)
+        stats.add(row)
+    return _parts_table(parts), stats
 
 
 # Row positions used by the per-trace aggregation (must follow store.schema.SPAN_COLUMNS).
 _TID, _PARENT, _NAME, _START, _END, _STATUS, _SERVICE, _OP, _AGENT = 0, 2, 3, 5, 6, 8, 10, 11, 12
+# The columns ``fold`` reads: these and what BatchStats.add reads.
+FOLDED: Final = tuple(
+    sorted({_TID, _PARENT, _NAME, _START, _END, _STATUS, _SERVICE, _OP, _AGENT, *STATS_COLUMNS})
+)
 
 
 def _add_to_part(parts: dict[str, list[Any]], row: tuple[Any, ...]) -> None:

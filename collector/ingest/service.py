@@ -8,9 +8,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress, parse_for_rows
+from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
+from reach_collector.ingest.fast import flatten_body
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
 from reach_collector.ingest.split import split_request
@@ -124,11 +126,16 @@ class IngestService:
     def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Body bytes → rows; raises a ``BodyError`` subclass for a 4xx."""
         raw = decompress(body, encoding, self.max_body_bytes)
-        return self.flatten(parse_for_rows(raw, media))
+        return self._rows(flatten_body, raw, media)
 
     def flatten(self, request: ExportTraceServiceRequest) -> SpanBatch:
+        return self._rows(flatten, request)
+
+    def _rows(self, make: Callable[..., SpanBatch], *args: Any) -> SpanBatch:
         try:
-            batch = flatten(request)
+            batch = make(*args)
+        except BodyError:
+            raise
         except Exception as exc:
             # Hostile input must get a 4xx, never a 5xx; log it so a bug still shows.
             log.warning("could not flatten an OTLP request", exc_info=True)

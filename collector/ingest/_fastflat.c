@@ -1,0 +1,1422 @@
+/* The compiled fast path of rows.flatten for OTLP protobuf trace requests.
+ *
+ * It walks the wire format once and writes the span table's Arrow columns straight into buffers:
+ * ids as hex, attributes, events, links, resource and scope as JSON, and the promoted columns
+ * (normalize.promote, the same rules). It handles the shapes exporters send; anything else —
+ * malformed, a nested or bytes attribute value, a duplicate key, a repeated singular message,
+ * invalid UTF-8, a group — makes it answer None, and the caller decodes the request with the
+ * pure-Python path, which is the reference and decides what is wrong with it. So a request gives
+ * the same rows either way (the equivalence tests check this value by value).
+ *
+ * configure(keys, ops, kinds, texts, folded) is called once with the strings it matches against
+ * (from reach_otel.semconv, so they live in one place) and the columns the Python folds read;
+ * flatten(body) then returns None or (rows, columns, fold rows, rejected, reason codes) — see
+ * fast.py for the shapes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- growable buffers */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t need) {
+    if (b->len + need <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + need) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_put(Buf *b, const void *s, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+static inline int buf_ch(Buf *b, char c) {
+    if (buf_reserve(b, 1)) return -1;
+    b->p[b->len++] = c;
+    return 0;
+}
+
+#define PUTS(b, lit) buf_put((b), (lit), sizeof(lit) - 1)
+
+/* ---------------------------------------------------------------- errors */
+
+enum { OK = 0, FALLBACK = 1, NOMEM = 2 };
+#define TRY(x)                      \
+    do {                            \
+        int _rc = (x);              \
+        if (_rc) return _rc;        \
+    } while (0)
+#define MEM(x)                      \
+    do {                            \
+        if (x) return NOMEM;        \
+    } while (0)
+
+/* ---------------------------------------------------------------- wire reading */
+
+typedef struct {
+    const uint8_t *p, *end;
+} Rd;
+
+static inline int rd_varint(Rd *r, uint64_t *out) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (r->p >= r->end) return FALLBACK;
+        uint8_t byte = *r->p++;
+        if (i == 9 && byte > 1) return FALLBACK;
+        v |= (uint64_t)(byte & 0x7f) << (7 * i);
+        if (!(byte & 0x80)) {
+            *out = v;
+            return OK;
+        }
+    }
+    return FALLBACK;
+}
+
+static inline int rd_len(Rd *r, Rd *sub) {
+    uint64_t n;
+    TRY(rd_varint(r, &n));
+    if (n > (uint64_t)(r->end - r->p)) return FALLBACK;
+    sub->p = r->p;
+    sub->end = r->p + n;
+    r->p += n;
+    return OK;
+}
+
+static inline int rd_fixed64(Rd *r, uint64_t *out) {
+    if (r->end - r->p < 8) return FALLBACK;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | r->p[i];
+    r->p += 8;
+    *out = v;
+    return OK;
+}
+
+static inline int rd_fixed32(Rd *r, uint32_t *out) {
+    if (r->end - r->p < 4) return FALLBACK;
+    *out = (uint32_t)r->p[0] | ((uint32_t)r->p[1] << 8) | ((uint32_t)r->p[2] << 16) | ((uint32_t)r->p[3] << 24);
+    r->p += 4;
+    return OK;
+}
+
+/* A field's tag; 0 is never valid. */
+static inline int rd_tag(Rd *r, uint32_t *field, int *wire) {
+    uint64_t tag;
+    TRY(rd_varint(r, &tag));
+    if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return FALLBACK;
+    *field = (uint32_t)(tag >> 3);
+    *wire = (int)(tag & 7);
+    return OK;
+}
+
+static int rd_skip(Rd *r, int wire) {
+    uint64_t v;
+    Rd sub;
+    switch (wire) {
+        case 0: return rd_varint(r, &v);
+        case 1: return rd_fixed64(r, &v);
+        case 2: return rd_len(r, &sub);
+        case 5: {
+            uint32_t w;
+            return rd_fixed32(r, &w);
+        }
+        default: return FALLBACK; /* groups and invalid wire types: the reference path decides */
+    }
+}
+
+/* Strict UTF-8 (no surrogates, no overlongs), as protobuf requires of string fields. */
+static int utf8_ok(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+            if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            if (i + 2 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return 0;
+            if (c == 0xe0 && s[i + 1] < 0xa0) return 0;
+            if (c == 0xed && s[i + 1] > 0x9f) return 0;
+            i += 3;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            if (i + 3 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80 ||
+                (s[i + 3] & 0xc0) != 0x80)
+                return 0;
+            if (c == 0xf0 && s[i + 1] < 0x90) return 0;
+            if (c == 0xf4 && s[i + 1] > 0x8f) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static inline int rd_string(Rd *r, Rd *s) {
+    TRY(rd_len(r, s));
+    return utf8_ok(s->p, (size_t)(s->end - s->p)) ? OK : FALLBACK;
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+/* The attribute keys promotion reads, in the order of fast.KEYS. */
+enum {
+    K_OPERATION, K_TL_KIND, K_TL_ENTITY, K_TL_REQUEST_TYPE, K_OI_KIND, K_HOP, K_LOOP,
+    K_HANDOFF_STATUS, K_ERROR_TYPE, K_AGENT_NAME, K_OI_AGENT_NAME, K_REACH_HANDOFF_SOURCE,
+    K_HANDOFF_FROM, K_REACH_AGENT_NAME, K_REACH_HANDOFF_TARGET, K_TRANSFER_TARGET, K_HANDOFF_TO,
+    K_REACH_HANDOFF_MODE, K_TRANSFER_MODE, K_TOOL_NAME, K_OI_TOOL_NAME, K_REQUEST_MODEL,
+    K_RESPONSE_MODEL, K_OI_MODEL, K_PROVIDER_NAME, K_SYSTEM, K_OI_PROVIDER, K_OI_SYSTEM,
+    K_INPUT, K_PROMPT, K_OI_PROMPT, K_OUTPUT, K_COMPLETION, K_OI_COMPLETION, K_CONVERSATION,
+    K_OI_SESSION, K_SERVICE_NAME, K_EXCEPTION_TYPE, N_KEYS
+};
+/* Operation names, in the order of fast.OPS. */
+enum { OP_WORKFLOW, OP_AGENT, OP_TOOL, OP_CHAT, OP_TEXT_COMPLETION, OP_EMBEDDINGS, OP_HANDOFF, N_OPS };
+/* Source values mapped onto operations, in the order of fast.KINDS. */
+enum {
+    TLK_WORKFLOW, TLK_AGENT, TLK_TOOL, TLR_CHAT, TLR_COMPLETION, TLR_EMBEDDING, OIK_LLM, OIK_AGENT,
+    OIK_TOOL, OIK_EMBEDDING, N_KINDS
+};
+/* Other names, in the order of fast.TEXTS. */
+enum { T_EXCEPTION_EVENT, T_LOOP_EVENT, T_HEARTBEAT, N_TEXTS };
+
+typedef struct {
+    char *s;
+    size_t n;
+} Str;
+
+static Str g_keys[N_KEYS], g_ops[N_OPS], g_kinds[N_KINDS], g_texts[N_TEXTS];
+static int g_configured = 0;
+#define HASH_SLOTS 256
+static int g_hash[HASH_SLOTS]; /* key index + 1, open addressing */
+
+static inline uint32_t fnv(const uint8_t *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 16777619u;
+    return h;
+}
+
+static int known_key(const uint8_t *s, size_t n) {
+    uint32_t h = fnv(s, n) & (HASH_SLOTS - 1);
+    for (;;) {
+        int k = g_hash[h] - 1;
+        if (k < 0) return -1;
+        if (g_keys[k].n == n && memcmp(g_keys[k].s, s, n) == 0) return k;
+        h = (h + 1) & (HASH_SLOTS - 1);
+    }
+}
+
+static inline int str_eq(const uint8_t *s, size_t n, const Str *t) {
+    return t->n == n && memcmp(t->s, s, n) == 0;
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+enum { V_NULL, V_STR, V_BOOL, V_INT, V_DBL, V_ARR };
+
+typedef struct {
+    const uint8_t *key;
+    uint32_t klen;
+    uint8_t type;
+    const uint8_t *s; /* V_STR text (or a static NaN/Infinity text), V_ARR payload */
+    uint32_t slen;
+    int64_t i; /* V_INT, V_BOOL */
+    double d;
+} Attr;
+
+typedef struct {
+    Attr *a;
+    size_t n, cap;
+    int slot[N_KEYS]; /* index into a, or -1 */
+} Attrs;
+
+#define MAX_ATTRS 128 /* more, and the reference path takes the request (duplicate checks are n^2) */
+
+static const char NAN_TEXT[] = "NaN", INF_TEXT[] = "Infinity", NINF_TEXT[] = "-Infinity";
+
+/* One scalar AnyValue (no arrays, no kvlists, no bytes: those fall back). */
+static int parse_scalar(Rd *r, Attr *out, int allow_array) {
+    int seen = 0;
+    out->type = V_NULL;
+    while (r->p < r->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(r, &field, &wire));
+        uint64_t v;
+        Rd sub;
+        switch (field) {
+            case 1:
+                if (wire != 2) return FALLBACK;
+                TRY(rd_string(r, &sub));
+                out->type = V_STR;
+                out->s = sub.p;
+                out->slen = (uint32_t)(sub.end - sub.p);
+                break;
+            case 2:
+                if (wire != 0) return FALLBACK;
+                TRY(rd_varint(r, &v));
+                out->type = V_BOOL;
+                out->i = v != 0;
+                break;
+            case 3:
+                if (wire != 0) return FALLBACK;
+                TRY(rd_varint(r, &v));
+                out->type = V_INT;
+                out->i = (int64_t)v;
+                break;
+            case 4:
+                if (wire != 1) return FALLBACK;
+                TRY(rd_fixed64(r, &v));
+                memcpy(&out->d, &v, 8);
+                if (isnan(out->d)) {
+                    out->type = V_STR, out->s = (const uint8_t *)NAN_TEXT, out->slen = 3;
+                } else if (isinf(out->d)) {
+                    out->type = V_STR;
+                    out->s = (const uint8_t *)(out->d > 0 ? INF_TEXT : NINF_TEXT);
+                    out->slen = out->d > 0 ? 8 : 9;
+                } else {
+                    out->type = V_DBL;
+                }
+                break;
+            case 5: {
+                if (wire != 2 || !allow_array) return FALLBACK;
+                TRY(rd_len(r, &sub));
+                /* Every element must be a scalar; checked now so writing cannot fail later. */
+                Rd it = sub;
+                while (it.p < it.end) {
+                    uint32_t f2;
+                    int w2;
+                    TRY(rd_tag(&it, &f2, &w2));
+                    if (f2 != 1) {
+                        TRY(rd_skip(&it, w2));
+                        continue;
+                    }
+                    if (w2 != 2) return FALLBACK;
+                    Rd el;
+                    TRY(rd_len(&it, &el));
+                    Attr tmp;
+                    TRY(parse_scalar(&el, &tmp, 0));
+                }
+                out->type = V_ARR;
+                out->s = sub.p;
+                out->slen = (uint32_t)(sub.end - sub.p);
+                break;
+            }
+            case 6:
+            case 7:
+                return FALLBACK;
+            default:
+                TRY(rd_skip(r, wire));
+                continue;
+        }
+        if (seen++) return FALLBACK; /* two members of the oneof: let the reference decide */
+    }
+    return OK;
+}
+
+static int attrs_add(Attrs *as, Rd *kv) {
+    if (as->n >= MAX_ATTRS) return FALLBACK;
+    if (as->n == as->cap) {
+        size_t cap = as->cap ? as->cap * 2 : 32;
+        Attr *a = realloc(as->a, cap * sizeof(Attr));
+        if (!a) return NOMEM;
+        as->a = a;
+        as->cap = cap;
+    }
+    Attr *at = &as->a[as->n];
+    memset(at, 0, sizeof(*at));
+    at->key = (const uint8_t *)"";
+    int value_seen = 0;
+    while (kv->p < kv->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(kv, &field, &wire));
+        Rd sub;
+        if (field == 1) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_string(kv, &sub));
+            at->key = sub.p;
+            at->klen = (uint32_t)(sub.end - sub.p);
+        } else if (field == 2) {
+            if (wire != 2 || value_seen++) return FALLBACK;
+            TRY(rd_len(kv, &sub));
+            TRY(parse_scalar(&sub, at, 1));
+        } else {
+            TRY(rd_skip(kv, wire));
+        }
+    }
+    /* A duplicate key: the reference keeps the first position with the last value. */
+    for (size_t j = 0; j < as->n; j++)
+        if (as->a[j].klen == at->klen && memcmp(as->a[j].key, at->key, at->klen) == 0) return FALLBACK;
+    int k = known_key(at->key, at->klen);
+    if (k >= 0) as->slot[k] = (int)as->n;
+    as->n++;
+    return OK;
+}
+
+static void attrs_reset(Attrs *as) {
+    as->n = 0;
+    for (int k = 0; k < N_KEYS; k++) as->slot[k] = -1;
+}
+
+static inline const Attr *get(const Attrs *as, int k) {
+    int i = as->slot[k];
+    return i < 0 ? NULL : &as->a[i];
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static const char HEX[] = "0123456789abcdef";
+
+static int json_str(Buf *b, const uint8_t *s, size_t n) {
+    MEM(buf_reserve(b, n + 2));
+    b->p[b->len++] = '"';
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        MEM(buf_put(b, s + start, i - start));
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t len = 2;
+        switch (c) {
+            case '"': esc[1] = '"'; break;
+            case '\\': esc[1] = '\\'; break;
+            case '\n': esc[1] = 'n'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\t': esc[1] = 't'; break;
+            case '\b': esc[1] = 'b'; break;
+            case '\f': esc[1] = 'f'; break;
+            default:
+                esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = HEX[c >> 4], esc[5] = HEX[c & 15];
+                len = 6;
+        }
+        MEM(buf_put(b, esc, len));
+        start = i + 1;
+    }
+    MEM(buf_put(b, s + start, n - start));
+    MEM(buf_ch(b, '"'));
+    return OK;
+}
+
+static int json_u64(Buf *b, uint64_t v, int negative) {
+    char tmp[24];
+    int i = 24;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (negative) tmp[--i] = '-';
+    MEM(buf_put(b, tmp + i, (size_t)(24 - i)));
+    return OK;
+}
+
+static int json_i64(Buf *b, int64_t v) {
+    return v < 0 ? json_u64(b, (uint64_t)0 - (uint64_t)v, 1) : json_u64(b, (uint64_t)v, 0);
+}
+
+/* The shortest text that reads back as the same double; always with a '.' or an exponent. */
+static int json_double(Buf *b, double d) {
+    char tmp[40];
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+        if (strtod(tmp, NULL) == d) break;
+    }
+    if (n <= 0 || n >= (int)sizeof tmp - 3) return FALLBACK;
+    if (!strpbrk(tmp, ".e")) {
+        tmp[n++] = '.';
+        tmp[n++] = '0';
+    }
+    MEM(buf_put(b, tmp, (size_t)n));
+    return OK;
+}
+
+static int json_value(Buf *b, const Attr *a);
+
+static int json_array(Buf *b, const uint8_t *p, size_t n) {
+    Rd it = {p, p + n};
+    MEM(buf_ch(b, '['));
+    int first = 1;
+    while (it.p < it.end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(&it, &field, &wire));
+        if (field != 1) {
+            TRY(rd_skip(&it, wire));
+            continue;
+        }
+        Rd el;
+        TRY(rd_len(&it, &el));
+        Attr tmp;
+        TRY(parse_scalar(&el, &tmp, 0));
+        if (!first) MEM(buf_ch(b, ','));
+        first = 0;
+        TRY(json_value(b, &tmp));
+    }
+    MEM(buf_ch(b, ']'));
+    return OK;
+}
+
+static int json_value(Buf *b, const Attr *a) {
+    switch (a->type) {
+        case V_STR: return json_str(b, a->s, a->slen);
+        case V_BOOL: MEM(a->i ? PUTS(b, "true") : PUTS(b, "false")); return OK;
+        case V_INT: return json_i64(b, a->i);
+        case V_DBL: return json_double(b, a->d);
+        case V_ARR: return json_array(b, a->s, a->slen);
+        default: MEM(PUTS(b, "null")); return OK;
+    }
+}
+
+static int json_attrs(Buf *b, const Attrs *as) {
+    MEM(buf_ch(b, '{'));
+    for (size_t i = 0; i < as->n; i++) {
+        if (i) MEM(buf_ch(b, ','));
+        TRY(json_str(b, as->a[i].key, as->a[i].klen));
+        MEM(buf_ch(b, ':'));
+        TRY(json_value(b, &as->a[i]));
+    }
+    MEM(buf_ch(b, '}'));
+    return OK;
+}
+
+static int json_hex(Buf *b, const uint8_t *s, size_t n) {
+    MEM(buf_reserve(b, 2 * n + 2));
+    b->p[b->len++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        b->p[b->len++] = HEX[s[i] >> 4];
+        b->p[b->len++] = HEX[s[i] & 15];
+    }
+    b->p[b->len++] = '"';
+    return OK;
+}
+
+/* ---------------------------------------------------------------- Arrow columns */
+
+/* The span table's columns, in store.schema.SPAN_COLUMNS order. */
+enum {
+    C_TRACE_ID, C_SPAN_ID, C_PARENT, C_NAME, C_KIND, C_START, C_END, C_DURATION, C_STATUS,
+    C_STATUS_MESSAGE, C_SERVICE, C_OPERATION, C_AGENT, C_TOOL, C_MODEL, C_PROVIDER, C_INPUT,
+    C_OUTPUT, C_HANDOFF_SOURCE, C_HANDOFF_TARGET, C_HANDOFF_STATUS, C_HANDOFF_MODE, C_HOP,
+    C_LOOP, C_ERROR_TYPE, C_CONVERSATION, C_TRACE_STATE, C_FLAGS, C_ATTRIBUTES, C_EVENTS, C_LINKS,
+    C_RESOURCE, C_SCOPE, N_COLS
+};
+enum { A_STR, A_U8, A_I64, A_F64, A_I32, A_BOOL, A_U32 };
+static const int COL_TYPE[N_COLS] = {
+    A_STR, A_STR, A_STR, A_STR, A_U8, A_I64, A_I64, A_F64, A_U8, A_STR, A_STR, A_STR, A_STR,
+    A_STR, A_STR, A_STR, A_I64, A_I64, A_STR, A_STR, A_STR, A_STR, A_I32, A_BOOL, A_STR, A_STR,
+    A_STR, A_U32, A_STR, A_STR, A_STR, A_STR, A_STR,
+};
+static const int WIDTH[] = {0, 1, 8, 8, 4, 1, 4};
+
+typedef struct {
+    Buf values;  /* fixed-width values, or string bytes; bools one byte each until packed */
+    Buf offsets; /* int32, strings only */
+    Buf valid;   /* one byte per row until packed */
+    int64_t nulls;
+} Col;
+
+typedef struct {
+    Col col[N_COLS];
+    int64_t rows;
+} Table;
+
+static inline int col_valid(Col *c, int ok) {
+    MEM(buf_ch(&c->valid, (char)ok));
+    if (!ok) c->nulls++;
+    return OK;
+}
+
+static inline int col_end_string(Col *c) {
+    /* The string's bytes are already in values; record where it ends. */
+    if (c->values.len > INT32_MAX) return FALLBACK;
+    int32_t off = (int32_t)c->values.len;
+    MEM(buf_put(&c->offsets, &off, 4));
+    return col_valid(c, 1);
+}
+
+static inline int col_str(Col *c, const void *s, size_t n) {
+    MEM(buf_put(&c->values, s, n));
+    return col_end_string(c);
+}
+
+static inline int col_null(Col *c, int type) {
+    if (type == A_STR) {
+        int32_t off = (int32_t)c->values.len;
+        MEM(buf_put(&c->offsets, &off, 4));
+    } else {
+        static const char zero[8] = {0};
+        MEM(buf_put(&c->values, zero, (size_t)WIDTH[type]));
+    }
+    return col_valid(c, 0);
+}
+
+static inline int col_fixed(Col *c, const void *v, int type) {
+    MEM(buf_put(&c->values, v, (size_t)WIDTH[type]));
+    return col_valid(c, 1);
+}
+
+static int table_init(Table *t) {
+    memset(t, 0, sizeof(*t));
+    for (int i = 0; i < N_COLS; i++)
+        if (COL_TYPE[i] == A_STR) {
+            int32_t zero = 0;
+            MEM(buf_put(&t->col[i].offsets, &zero, 4));
+        }
+    return OK;
+}
+
+static void table_free(Table *t) {
+    for (int i = 0; i < N_COLS; i++) {
+        free(t->col[i].values.p);
+        free(t->col[i].offsets.p);
+        free(t->col[i].valid.p);
+    }
+}
+
+/* ---------------------------------------------------------------- promotion (normalize.promote) */
+
+typedef struct {
+    const uint8_t *s;
+    size_t n;
+    int set;
+} Text;
+
+static inline Text text_of(const Attr *a) {
+    Text t = {NULL, 0, 0};
+    if (a && a->type == V_STR && a->slen) t.s = a->s, t.n = a->slen, t.set = 1;
+    return t;
+}
+
+/* _str: the first non-empty string among the keys. */
+static Text first_str(const Attrs *as, const int *keys, int n) {
+    for (int i = 0; i < n; i++) {
+        Text t = text_of(get(as, keys[i]));
+        if (t.set) return t;
+    }
+    return (Text){NULL, 0, 0};
+}
+
+/* _int: the first int (or integral float under 2**63) among the keys. */
+static int first_int(const Attrs *as, const int *keys, int n, int64_t *out) {
+    for (int i = 0; i < n; i++) {
+        const Attr *a = get(as, keys[i]);
+        if (!a) continue;
+        if (a->type == V_INT) {
+            *out = a->i;
+            return 1;
+        }
+        if (a->type == V_DBL && a->d == floor(a->d) && fabs(a->d) < 9223372036854775808.0) {
+            *out = (int64_t)a->d;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static inline int is_null(const Attr *a) { return a == NULL || a->type == V_NULL; }
+
+/* _operation: an index into g_ops, -1 for none, or FALLBACK through *fb. */
+static int operation(const Attrs *as, Text *own, int *fb) {
+    *fb = 0;
+    own->set = 0;
+    Text t = text_of(get(as, K_OPERATION));
+    if (t.set) {
+        for (int i = 0; i < N_OPS; i++)
+            if (str_eq(t.s, t.n, &g_ops[i])) return i;
+        *own = t; /* an operation name we have no object for: returned as its own text */
+        return -2;
+    }
+    const Attr *a = get(as, K_TL_KIND);
+    if (a && a->type == V_STR) {
+        if (str_eq(a->s, a->slen, &g_kinds[TLK_WORKFLOW])) return OP_WORKFLOW;
+        if (str_eq(a->s, a->slen, &g_kinds[TLK_AGENT])) return OP_AGENT;
+        if (str_eq(a->s, a->slen, &g_kinds[TLK_TOOL])) return OP_TOOL;
+    }
+    a = get(as, K_TL_REQUEST_TYPE);
+    if (a && a->type == V_STR) {
+        if (str_eq(a->s, a->slen, &g_kinds[TLR_CHAT])) return OP_CHAT;
+        if (str_eq(a->s, a->slen, &g_kinds[TLR_COMPLETION])) return OP_TEXT_COMPLETION;
+        if (str_eq(a->s, a->slen, &g_kinds[TLR_EMBEDDING])) return OP_EMBEDDINGS;
+    }
+    a = get(as, K_OI_KIND);
+    if (a && a->type == V_STR) {
+        char up[16];
+        if (a->slen < sizeof up) {
+            for (uint32_t i = 0; i < a->slen; i++) {
+                uint8_t c = a->s[i];
+                if (c >= 0x80) { /* str.upper() of non-ASCII text: the reference decides */
+                    *fb = 1;
+                    return -1;
+                }
+                up[i] = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
+            }
+            const uint8_t *u = (const uint8_t *)up;
+            if (str_eq(u, a->slen, &g_kinds[OIK_LLM])) return OP_CHAT;
+            if (str_eq(u, a->slen, &g_kinds[OIK_AGENT])) return OP_AGENT;
+            if (str_eq(u, a->slen, &g_kinds[OIK_TOOL])) return OP_TOOL;
+            if (str_eq(u, a->slen, &g_kinds[OIK_EMBEDDING])) return OP_EMBEDDINGS;
+        } else {
+            for (uint32_t i = 0; i < a->slen; i++)
+                if (a->s[i] >= 0x80) {
+                    *fb = 1;
+                    return -1;
+                }
+        }
+    }
+    if (!is_null(get(as, K_HANDOFF_TO)) || !is_null(get(as, K_HANDOFF_FROM)) ||
+        !is_null(get(as, K_REACH_HANDOFF_TARGET)))
+        return OP_HANDOFF;
+    if (!is_null(get(as, K_SYSTEM)) || !is_null(get(as, K_PROVIDER_NAME))) return OP_CHAT;
+    return -1;
+}
+
+static const int KS_AGENT_SELF[] = {K_AGENT_NAME, K_OI_AGENT_NAME};
+static const int KS_AGENT_HANDOFF[] = {K_REACH_HANDOFF_SOURCE, K_AGENT_NAME, K_HANDOFF_FROM};
+static const int KS_AGENT_ENCLOSING[] = {K_REACH_AGENT_NAME, K_AGENT_NAME, K_OI_AGENT_NAME};
+static const int KS_TARGET[] = {K_REACH_HANDOFF_TARGET, K_TRANSFER_TARGET, K_HANDOFF_TO};
+static const int KS_MODE[] = {K_REACH_HANDOFF_MODE, K_TRANSFER_MODE};
+static const int KS_TOOL[] = {K_TOOL_NAME, K_OI_TOOL_NAME};
+static const int KS_MODEL[] = {K_REQUEST_MODEL, K_RESPONSE_MODEL, K_OI_MODEL};
+static const int KS_PROVIDER[] = {K_PROVIDER_NAME, K_SYSTEM, K_OI_PROVIDER, K_OI_SYSTEM};
+static const int KS_INPUT[] = {K_INPUT, K_PROMPT, K_OI_PROMPT};
+static const int KS_OUTPUT[] = {K_OUTPUT, K_COMPLETION, K_OI_COMPLETION};
+static const int KS_CONVERSATION[] = {K_CONVERSATION, K_OI_SESSION};
+static const int KS_ENTITY[] = {K_TL_ENTITY};
+static const int KS_HANDOFF_STATUS[] = {K_HANDOFF_STATUS};
+static const int KS_ERROR_TYPE[] = {K_ERROR_TYPE};
+static const int KS_HOP[] = {K_HOP};
+#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int put_text(Col *c, Text t) { return t.set ? col_str(c, t.s, t.n) : col_null(c, A_STR); }
+
+/* Writes the promoted columns; error_text is the exception type of an error span (or unset). */
+static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Text error_text) {
+    Col *c = t->col;
+    Text op_text;
+    if (!(loop_event || (error_text.set && error_text.n)) && !any_known) {
+        for (int i = C_OPERATION; i <= C_CONVERSATION; i++) TRY(col_null(&c[i], COL_TYPE[i]));
+        return OK;
+    }
+    int fb;
+    int op = operation(as, &op_text, &fb);
+    if (fb) return FALLBACK;
+    int handoff = op == OP_HANDOFF;
+    Text agent;
+    if (op == OP_AGENT) {
+        agent = first_str(as, KS_AGENT_SELF, N(KS_AGENT_SELF));
+        if (!agent.set) agent = first_str(as, KS_ENTITY, 1);
+    } else if (handoff) {
+        agent = first_str(as, KS_AGENT_HANDOFF, N(KS_AGENT_HANDOFF));
+    } else {
+        agent = first_str(as, KS_AGENT_ENCLOSING, N(KS_AGENT_ENCLOSING));
+    }
+    Text tool = first_str(as, KS_TOOL, N(KS_TOOL));
+    if (!tool.set && op == OP_TOOL) tool = first_str(as, KS_ENTITY, 1);
+
+    if (op >= 0)
+        TRY(col_str(&c[C_OPERATION], g_ops[op].s, g_ops[op].n));
+    else
+        TRY(put_text(&c[C_OPERATION], op == -2 ? op_text : (Text){NULL, 0, 0}));
+    TRY(put_text(&c[C_AGENT], agent));
+    TRY(put_text(&c[C_TOOL], tool));
+    TRY(put_text(&c[C_MODEL], first_str(as, KS_MODEL, N(KS_MODEL))));
+    TRY(put_text(&c[C_PROVIDER], first_str(as, KS_PROVIDER, N(KS_PROVIDER))));
+    int64_t v;
+    if (first_int(as, KS_INPUT, N(KS_INPUT), &v))
+        TRY(col_fixed(&c[C_INPUT], &v, A_I64));
+    else
+        TRY(col_null(&c[C_INPUT], A_I64));
+    if (first_int(as, KS_OUTPUT, N(KS_OUTPUT), &v))
+        TRY(col_fixed(&c[C_OUTPUT], &v, A_I64));
+    else
+        TRY(col_null(&c[C_OUTPUT], A_I64));
+    Text none = {NULL, 0, 0};
+    TRY(put_text(&c[C_HANDOFF_SOURCE], handoff ? agent : none));
+    TRY(put_text(&c[C_HANDOFF_TARGET], handoff ? first_str(as, KS_TARGET, N(KS_TARGET)) : none));
+    TRY(put_text(&c[C_HANDOFF_STATUS], handoff ? first_str(as, KS_HANDOFF_STATUS, 1) : none));
+    TRY(put_text(&c[C_HANDOFF_MODE], handoff ? first_str(as, KS_MODE, N(KS_MODE)) : none));
+    if (first_int(as, KS_HOP, N(KS_HOP), &v) && v >= INT32_MIN && v <= INT32_MAX) {
+        int32_t h = (int32_t)v;
+        TRY(col_fixed(&c[C_HOP], &h, A_I32));
+    } else {
+        TRY(col_null(&c[C_HOP], A_I32));
+    }
+    const Attr *loop = get(as, K_LOOP);
+    if (loop_event) {
+        uint8_t one = 1;
+        TRY(col_fixed(&c[C_LOOP], &one, A_BOOL));
+    } else if (loop && loop->type == V_BOOL) {
+        uint8_t b = (uint8_t)loop->i;
+        TRY(col_fixed(&c[C_LOOP], &b, A_BOOL));
+    } else {
+        TRY(col_null(&c[C_LOOP], A_BOOL));
+    }
+    Text et = first_str(as, KS_ERROR_TYPE, 1);
+    TRY(put_text(&c[C_ERROR_TYPE], et.set ? et : error_text));
+    TRY(put_text(&c[C_CONVERSATION], first_str(as, KS_CONVERSATION, N(KS_CONVERSATION))));
+    return OK;
+}
+
+/* ---------------------------------------------------------------- spans */
+
+typedef struct {
+    Table t;
+    Attrs attrs, scratch;
+    Buf json;           /* events / links JSON of the current span */
+    PyObject *rows;     /* list of slim row tuples for the Python folds (parts, stats) */
+    int64_t rejected;
+    int reasons[8];     /* problem codes seen, in order */
+    int nreasons;
+    const uint8_t *resource_json;
+    size_t resource_len;
+    Text service;
+    Buf resource_buf, scope_buf;
+    int scope_set;
+} Ctx;
+
+static const uint64_t MAX_NS = 0x7fffffffffffffffull;
+
+static int problem(const Rd *tid, const Rd *sid, const Rd *pid, uint64_t start, uint64_t end) {
+    static const uint8_t zeros[16] = {0};
+    size_t tl = (size_t)(tid->end - tid->p), sl = (size_t)(sid->end - sid->p), pl = (size_t)(pid->end - pid->p);
+    if (tl != 16 || memcmp(tid->p, zeros, 16) == 0) return 1;
+    if (sl != 8 || memcmp(sid->p, zeros, 8) == 0) return 2;
+    if (pl && pl != 8) return 3;
+    if (start > MAX_NS || end > MAX_NS) return 4;
+    if (end < start) return 5;
+    return 0;
+}
+
+static int hex_col(Col *c, const uint8_t *s, size_t n) {
+    MEM(buf_reserve(&c->values, 2 * n));
+    char *o = c->values.p + c->values.len;
+    for (size_t i = 0; i < n; i++) o[2 * i] = HEX[s[i] >> 4], o[2 * i + 1] = HEX[s[i] & 15];
+    c->values.len += 2 * n;
+    return col_end_string(c);
+}
+
+/* Event attributes go through ctx->scratch; returns the exception type seen (for the reference's
+ * first-exception-event rule) via *etype. */
+static int event_json(Ctx *x, Rd *ev, int first, Text *name_out, Text *etype, int *etype_done) {
+    uint64_t time = 0;
+    Text name = {(const uint8_t *)"", 0, 1};
+    attrs_reset(&x->scratch);
+    while (ev->p < ev->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(ev, &field, &wire));
+        Rd sub;
+        if (field == 1) {
+            if (wire != 1) return FALLBACK;
+            TRY(rd_fixed64(ev, &time));
+        } else if (field == 2) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_string(ev, &sub));
+            name.s = sub.p, name.n = (size_t)(sub.end - sub.p);
+        } else if (field == 3) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(ev, &sub));
+            TRY(attrs_add(&x->scratch, &sub));
+        } else {
+            TRY(rd_skip(ev, wire));
+        }
+    }
+    if (!*etype_done && str_eq(name.s, name.n, &g_texts[T_EXCEPTION_EVENT])) {
+        const Attr *a = get(&x->scratch, K_EXCEPTION_TYPE);
+        if (a && a->type == V_STR) {
+            etype->s = a->s, etype->n = a->slen, etype->set = 1;
+            *etype_done = 1;
+        }
+    }
+    *name_out = name;
+    Buf *b = &x->json;
+    MEM(buf_ch(b, first ? '[' : ','));
+    MEM(PUTS(b, "{\"name\":"));
+    TRY(json_str(b, name.s, name.n));
+    MEM(PUTS(b, ",\"time_unix_nano\":"));
+    TRY(json_u64(b, time, 0));
+    MEM(PUTS(b, ",\"attributes\":"));
+    TRY(json_attrs(b, &x->scratch));
+    MEM(buf_ch(b, '}'));
+    return OK;
+}
+
+static int link_json(Ctx *x, Rd *ln, int first) {
+    Rd tid = {NULL, NULL}, sid = {NULL, NULL}, state = {NULL, NULL};
+    attrs_reset(&x->scratch);
+    while (ln->p < ln->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(ln, &field, &wire));
+        Rd sub;
+        if (field == 1 || field == 2) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(ln, &sub));
+            *(field == 1 ? &tid : &sid) = sub;
+        } else if (field == 3) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_string(ln, &state));
+        } else if (field == 4) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(ln, &sub));
+            TRY(attrs_add(&x->scratch, &sub));
+        } else {
+            TRY(rd_skip(ln, wire));
+        }
+    }
+    Buf *b = &x->json;
+    MEM(buf_ch(b, first ? '[' : ','));
+    MEM(PUTS(b, "{\"trace_id\":"));
+    TRY(json_hex(b, tid.p, (size_t)(tid.end - tid.p)));
+    MEM(PUTS(b, ",\"span_id\":"));
+    TRY(json_hex(b, sid.p, (size_t)(sid.end - sid.p)));
+    MEM(PUTS(b, ",\"trace_state\":"));
+    TRY(json_str(b, state.p ? state.p : (const uint8_t *)"", (size_t)(state.end - state.p)));
+    MEM(PUTS(b, ",\"attributes\":"));
+    TRY(json_attrs(b, &x->scratch));
+    MEM(buf_ch(b, '}'));
+    return OK;
+}
+
+static int g_folded[N_COLS]; /* 1 for the columns the Python folds read (fast.FOLDED) */
+
+/* The value of row ``row`` of a column as a Python object (None when null). */
+static PyObject *cell(const Col *c, int type, int64_t row) {
+    if (!c->valid.p[row]) Py_RETURN_NONE;
+    switch (type) {
+        case A_STR: {
+            const int32_t *off = (const int32_t *)c->offsets.p;
+            return PyUnicode_DecodeUTF8(c->values.p + off[row], off[row + 1] - off[row], NULL);
+        }
+        case A_U8: return PyLong_FromLong(((const uint8_t *)c->values.p)[row]);
+        case A_I64: return PyLong_FromLongLong(((const int64_t *)c->values.p)[row]);
+        case A_F64: return PyFloat_FromDouble(((const double *)c->values.p)[row]);
+        case A_I32: return PyLong_FromLong(((const int32_t *)c->values.p)[row]);
+        case A_BOOL: return PyBool_FromLong(((const uint8_t *)c->values.p)[row]);
+        default: return PyLong_FromUnsignedLong(((const uint32_t *)c->values.p)[row]);
+    }
+}
+
+/* The last row written, as a tuple in column order holding only the folded columns (None for
+ * the rest, and for the attributes unless the span is a heartbeat): what rows._add_to_part and
+ * BatchStats.add read. */
+static int fold_row(Ctx *x, int heartbeat) {
+    Table *t = &x->t;
+    PyObject *tup = PyTuple_New(N_COLS);
+    if (!tup) return NOMEM;
+    for (int i = 0; i < N_COLS; i++) {
+        PyObject *v;
+        if (g_folded[i] && (i != C_ATTRIBUTES || heartbeat)) {
+            v = cell(&t->col[i], COL_TYPE[i], t->rows);
+            if (!v) {
+                Py_DECREF(tup);
+                return NOMEM;
+            }
+        } else {
+            v = Py_None;
+            Py_INCREF(v);
+        }
+        PyTuple_SET_ITEM(tup, i, v);
+    }
+    int rc = PyList_Append(x->rows, tup) ? NOMEM : OK;
+    Py_DECREF(tup);
+    return rc;
+}
+
+static int span(Ctx *x, Rd *r) {
+    Rd tid = {NULL, NULL}, sid = {NULL, NULL}, pid = {NULL, NULL}, state = {NULL, NULL};
+    Text name = {(const uint8_t *)"", 0, 1}, message = {(const uint8_t *)"", 0, 1};
+    uint64_t start = 0, end = 0, kind = 0, code = 0;
+    uint32_t flags = 0;
+    int status_seen = 0, any_known = 0, loop_event = 0, etype_done = 0, nevents = 0, nlinks = 0;
+    Text etype = {NULL, 0, 0};
+    Table *t = &x->t;
+    Col *c = t->col;
+    attrs_reset(&x->attrs);
+    x->json.len = 0;
+    /* First pass: every field but events and links, which are written after (they share x->json). */
+    const uint8_t *begin = r->p;
+    while (r->p < r->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(r, &field, &wire));
+        Rd sub;
+        switch (field) {
+            case 1: case 2: case 4:
+                if (wire != 2) return FALLBACK;
+                TRY(rd_len(r, &sub));
+                *(field == 1 ? &tid : field == 2 ? &sid : &pid) = sub;
+                break;
+            case 3:
+                if (wire != 2) return FALLBACK;
+                TRY(rd_string(r, &state));
+                break;
+            case 5:
+                if (wire != 2) return FALLBACK;
+                TRY(rd_string(r, &sub));
+                name.s = sub.p, name.n = (size_t)(sub.end - sub.p);
+                break;
+            case 6:
+                if (wire != 0) return FALLBACK;
+                TRY(rd_varint(r, &kind));
+                break;
+            case 7: case 8:
+                if (wire != 1) return FALLBACK;
+                TRY(rd_fixed64(r, field == 7 ? &start : &end));
+                break;
+            case 9:
+                if (wire != 2) return FALLBACK;
+                TRY(rd_len(r, &sub));
+                TRY(attrs_add(&x->attrs, &sub));
+                break;
+            case 11: case 13:
+                if (wire != 2) return FALLBACK;
+                TRY(rd_len(r, &sub));
+                break;
+            case 15: {
+                if (wire != 2 || status_seen++) return FALLBACK;
+                TRY(rd_len(r, &sub));
+                while (sub.p < sub.end) {
+                    uint32_t f2;
+                    int w2;
+                    TRY(rd_tag(&sub, &f2, &w2));
+                    Rd s2;
+                    if (f2 == 2) {
+                        if (w2 != 2) return FALLBACK;
+                        TRY(rd_string(&sub, &s2));
+                        message.s = s2.p, message.n = (size_t)(s2.end - s2.p);
+                    } else if (f2 == 3) {
+                        if (w2 != 0) return FALLBACK;
+                        TRY(rd_varint(&sub, &code));
+                    } else {
+                        TRY(rd_skip(&sub, w2));
+                    }
+                }
+                break;
+            }
+            case 16:
+                if (wire != 5) return FALLBACK;
+                TRY(rd_fixed32(r, &flags));
+                break;
+            case 10: case 12: case 14:
+                if (wire != 0) return FALLBACK;
+                TRY(rd_skip(r, wire));
+                break;
+            default:
+                TRY(rd_skip(r, wire));
+        }
+    }
+    if (!tid.p) tid.p = tid.end = begin;
+    if (!sid.p) sid.p = sid.end = begin;
+    if (!pid.p) pid.p = pid.end = begin;
+    int why = problem(&tid, &sid, &pid, start, end);
+    if (why) {
+        x->rejected++;
+        int seen = 0;
+        for (int i = 0; i < x->nreasons; i++) seen |= x->reasons[i] == why;
+        if (!seen && x->nreasons < 5) x->reasons[x->nreasons++] = why;
+        return OK;
+    }
+    /* Second pass: events, then links. */
+    Rd again = {begin, r->end};
+    while (again.p < again.end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(&again, &field, &wire));
+        if (field != 11) {
+            TRY(rd_skip(&again, wire));
+            continue;
+        }
+        Rd sub;
+        TRY(rd_len(&again, &sub));
+        Text evname;
+        TRY(event_json(x, &sub, nevents == 0, &evname, &etype, &etype_done));
+        nevents++;
+        if (str_eq(evname.s, evname.n, &g_texts[T_LOOP_EVENT])) loop_event = 1;
+    }
+    if (nevents) MEM(buf_ch(&x->json, ']'));
+    size_t events_len = x->json.len;
+    again.p = begin;
+    while (again.p < again.end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(&again, &field, &wire));
+        if (field != 13) {
+            TRY(rd_skip(&again, wire));
+            continue;
+        }
+        Rd sub;
+        TRY(rd_len(&again, &sub));
+        TRY(link_json(x, &sub, nlinks == 0));
+        nlinks++;
+    }
+    if (nlinks) MEM(buf_ch(&x->json, ']'));
+
+    int64_t status_code = (int32_t)code;
+    if (status_code < 0 || status_code > 2) status_code = 0;
+    int64_t k = (int32_t)kind;
+    if (k < 0 || k > 5) k = 0;
+    for (int i = 0; i < N_KEYS; i++)
+        if (x->attrs.slot[i] >= 0 && i != K_SERVICE_NAME && i != K_EXCEPTION_TYPE) {
+            any_known = 1;
+            break;
+        }
+    Text error_text = {NULL, 0, 0};
+    if (status_code == 2 && etype.set) error_text = etype;
+    /* error_from_event is exception.type when it is a string; "" counts as falsy, as in Python */
+
+    size_t tl = (size_t)(tid.end - tid.p);
+    TRY(hex_col(&c[C_TRACE_ID], tid.p, tl));
+    TRY(hex_col(&c[C_SPAN_ID], sid.p, (size_t)(sid.end - sid.p)));
+    if (pid.end != pid.p)
+        TRY(hex_col(&c[C_PARENT], pid.p, (size_t)(pid.end - pid.p)));
+    else
+        TRY(col_null(&c[C_PARENT], A_STR));
+    TRY(col_str(&c[C_NAME], name.s, name.n));
+    uint8_t k8 = (uint8_t)k, s8 = (uint8_t)status_code;
+    TRY(col_fixed(&c[C_KIND], &k8, A_U8));
+    int64_t s64 = (int64_t)start, e64 = (int64_t)end;
+    TRY(col_fixed(&c[C_START], &s64, A_I64));
+    TRY(col_fixed(&c[C_END], &e64, A_I64));
+    double duration = (double)(e64 - s64) / 1e6;
+    TRY(col_fixed(&c[C_DURATION], &duration, A_F64));
+    TRY(col_fixed(&c[C_STATUS], &s8, A_U8));
+    TRY(col_str(&c[C_STATUS_MESSAGE], message.s, message.n));
+    TRY(put_text(&c[C_SERVICE], x->service));
+    TRY(promote(t, &x->attrs, any_known, loop_event, error_text));
+    if (state.p && state.end != state.p)
+        TRY(col_str(&c[C_TRACE_STATE], state.p, (size_t)(state.end - state.p)));
+    else
+        TRY(col_null(&c[C_TRACE_STATE], A_STR));
+    TRY(col_fixed(&c[C_FLAGS], &flags, A_U32));
+    TRY(json_attrs(&c[C_ATTRIBUTES].values, &x->attrs));
+    TRY(col_end_string(&c[C_ATTRIBUTES]));
+    if (nevents)
+        TRY(col_str(&c[C_EVENTS], x->json.p, events_len));
+    else
+        TRY(col_null(&c[C_EVENTS], A_STR));
+    if (nlinks)
+        TRY(col_str(&c[C_LINKS], x->json.p + events_len, x->json.len - events_len));
+    else
+        TRY(col_null(&c[C_LINKS], A_STR));
+    TRY(col_str(&c[C_RESOURCE], x->resource_buf.p, x->resource_buf.len));
+    if (x->scope_set)
+        TRY(col_str(&c[C_SCOPE], x->scope_buf.p, x->scope_buf.len));
+    else
+        TRY(col_null(&c[C_SCOPE], A_STR));
+    TRY(fold_row(x, str_eq(name.s, name.n, &g_texts[T_HEARTBEAT])));
+    t->rows++;
+    return OK;
+}
+
+static int scope(Ctx *x, Rd *r) {
+    Text name = {(const uint8_t *)"", 0, 1}, version = {(const uint8_t *)"", 0, 1};
+    while (r->p < r->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(r, &field, &wire));
+        Rd sub;
+        if (field == 1 || field == 2) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_string(r, &sub));
+            Text *t = field == 1 ? &name : &version;
+            t->s = sub.p, t->n = (size_t)(sub.end - sub.p);
+        } else {  /* attributes (field 3) too: the rows do not keep them */
+            TRY(rd_skip(r, wire));
+        }
+    }
+    x->scope_buf.len = 0;
+    x->scope_set = name.n || version.n;
+    if (x->scope_set) {
+        MEM(PUTS(&x->scope_buf, "{\"name\":"));
+        TRY(json_str(&x->scope_buf, name.s, name.n));
+        MEM(PUTS(&x->scope_buf, ",\"version\":"));
+        TRY(json_str(&x->scope_buf, version.s, version.n));
+        MEM(buf_ch(&x->scope_buf, '}'));
+    }
+    return OK;
+}
+
+static int scope_spans(Ctx *x, Rd *r) {
+    /* The scope may come after its spans on the wire: read it first. */
+    int seen = 0;
+    Rd it = *r;
+    x->scope_set = 0;
+    x->scope_buf.len = 0;
+    while (it.p < it.end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(&it, &field, &wire));
+        if (field == 1) {
+            Rd sub;
+            if (wire != 2 || seen++) return FALLBACK;
+            TRY(rd_len(&it, &sub));
+            TRY(scope(x, &sub));
+        } else if (field == 3) {
+            Rd sub;
+            if (wire != 2) return FALLBACK;
+            TRY(rd_string(&it, &sub));
+        } else {
+            TRY(rd_skip(&it, wire));
+        }
+    }
+    while (r->p < r->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(r, &field, &wire));
+        if (field == 2) {
+            Rd sub;
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(r, &sub));
+            TRY(span(x, &sub));
+        } else {
+            TRY(rd_skip(r, wire));
+        }
+    }
+    return OK;
+}
+
+static int resource(Ctx *x, Rd *r) {
+    attrs_reset(&x->scratch);
+    while (r->p < r->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(r, &field, &wire));
+        Rd sub;
+        if (field == 1) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(r, &sub));
+            TRY(attrs_add(&x->scratch, &sub));
+        } else {
+            TRY(rd_skip(r, wire));
+        }
+    }
+    x->resource_buf.len = 0;
+    TRY(json_attrs(&x->resource_buf, &x->scratch));
+    const Attr *svc = get(&x->scratch, K_SERVICE_NAME);
+    x->service.set = 0;
+    if (svc && svc->type == V_STR) x->service = (Text){svc->s, svc->slen, 1};
+    return OK;
+}
+
+static int resource_spans(Ctx *x, Rd *r) {
+    int seen = 0;
+    Rd it = *r;
+    attrs_reset(&x->scratch);
+    x->resource_buf.len = 0;
+    MEM(PUTS(&x->resource_buf, "{}"));
+    x->service.set = 0;
+    while (it.p < it.end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(&it, &field, &wire));
+        Rd sub;
+        if (field == 1) {
+            if (wire != 2 || seen++) return FALLBACK;
+            TRY(rd_len(&it, &sub));
+            TRY(resource(x, &sub));
+        } else if (field == 3) {
+            if (wire != 2) return FALLBACK;
+            TRY(rd_string(&it, &sub));
+        } else {
+            TRY(rd_skip(&it, wire));
+        }
+    }
+    /* The service text points into the body; the resource attributes are no longer needed. */
+    while (r->p < r->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(r, &field, &wire));
+        if (field == 2) {
+            Rd sub;
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(r, &sub));
+            TRY(scope_spans(x, &sub));
+        } else {
+            TRY(rd_skip(r, wire));
+        }
+    }
+    return OK;
+}
+
+static int request(Ctx *x, Rd *r) {
+    while (r->p < r->end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(r, &field, &wire));
+        if (field == 1) {
+            Rd sub;
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(r, &sub));
+            TRY(resource_spans(x, &sub));
+        } else {
+            TRY(rd_skip(r, wire));
+        }
+    }
+    return OK;
+}
+
+/* ---------------------------------------------------------------- Python glue */
+
+static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+
+/* Bit-pack a one-byte-per-row array (Arrow validity bitmaps and boolean values). */
+static PyObject *packed(const Buf *b, int64_t rows) {
+    Py_ssize_t n = (Py_ssize_t)((rows + 7) / 8);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
+    if (!out) return NULL;
+    uint8_t *o = (uint8_t *)PyBytes_AS_STRING(out);
+    memset(o, 0, (size_t)n);
+    for (int64_t i = 0; i < rows; i++)
+        if (b->p[i]) o[i >> 3] |= (uint8_t)(1u << (i & 7));
+    return out;
+}
+
+/* [(validity bytes or None, offsets bytes or None, values bytes), ...] in column order. */
+static PyObject *columns(Table *t) {
+    PyObject *out = PyList_New(N_COLS);
+    if (!out) return NULL;
+    for (int i = 0; i < N_COLS; i++) {
+        Col *c = &t->col[i];
+        PyObject *valid = c->nulls ? packed(&c->valid, t->rows) : (Py_INCREF(Py_None), Py_None);
+        PyObject *offsets = COL_TYPE[i] == A_STR ? bytes_of(&c->offsets) : (Py_INCREF(Py_None), Py_None);
+        PyObject *values = COL_TYPE[i] == A_BOOL ? packed(&c->values, t->rows) : bytes_of(&c->values);
+        PyObject *tup = (valid && offsets && values) ? PyTuple_Pack(3, valid, offsets, values) : NULL;
+        Py_XDECREF(valid);
+        Py_XDECREF(offsets);
+        Py_XDECREF(values);
+        if (!tup) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, tup);
+    }
+    return out;
+}
+
+static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!g_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() first");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    Ctx x;
+    memset(&x, 0, sizeof x);
+    PyObject *result = NULL;
+    x.rows = PyList_New(0);
+    int rc = x.rows ? table_init(&x.t) : NOMEM;
+    if (rc == OK) {
+        Rd r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+        rc = request(&x, &r);
+    }
+    if (rc == OK) {
+        PyObject *cols = columns(&x.t);
+        PyObject *reasons = PyTuple_New(x.nreasons);
+        if (cols && reasons) {
+            for (int i = 0; i < x.nreasons; i++) PyTuple_SET_ITEM(reasons, i, PyLong_FromLong(x.reasons[i]));
+            result = Py_BuildValue("(LOOLO)", (long long)x.t.rows, cols, x.rows, (long long)x.rejected, reasons);
+        }
+        Py_XDECREF(cols);
+        Py_XDECREF(reasons);
+    } else if (rc == FALLBACK) {
+        if (!PyErr_Occurred()) {
+            result = Py_None;
+            Py_INCREF(result);
+        }
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    Py_XDECREF(x.rows);
+    table_free(&x.t);
+    free(x.attrs.a);
+    free(x.scratch.a);
+    free(x.json.p);
+    free(x.resource_buf.p);
+    free(x.scope_buf.p);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static int set_strings(PyObject *seq, Str *out, int n, const char *what) {
+    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: need a tuple of %d strings", what, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        Py_ssize_t len;
+        const char *s = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(seq, i), &len);
+        if (!s) return -1;
+        char *copy = malloc((size_t)len + 1);
+        if (!copy) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(copy, s, (size_t)len + 1);
+        free(out[i].s);
+        out[i].s = copy;
+        out[i].n = (size_t)len;
+    }
+    return 0;
+}
+
+static PyObject *fast_configure(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *keys, *ops, *kinds, *texts, *folded;
+    if (!PyArg_ParseTuple(args, "OOOOO", &keys, &ops, &kinds, &texts, &folded)) return NULL;
+    if (!PyTuple_Check(folded)) {
+        PyErr_SetString(PyExc_ValueError, "folded: need a tuple of column indexes");
+        return NULL;
+    }
+    int mask[N_COLS] = {0};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(folded); i++) {
+        long col = PyLong_AsLong(PyTuple_GET_ITEM(folded, i));
+        if (col < 0 || col >= N_COLS) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "folded: no column %ld", col);
+            return NULL;
+        }
+        mask[col] = 1;
+    }
+    memcpy(g_folded, mask, sizeof mask);
+    if (set_strings(keys, g_keys, N_KEYS, "keys") || set_strings(ops, g_ops, N_OPS, "ops") ||
+        set_strings(kinds, g_kinds, N_KINDS, "kinds") || set_strings(texts, g_texts, N_TEXTS, "texts"))
+        return NULL;
+    memset(g_hash, 0, sizeof g_hash);
+    for (int k = 0; k < N_KEYS; k++) {
+        uint32_t h = fnv((const uint8_t *)g_keys[k].s, g_keys[k].n) & (HASH_SLOTS - 1);
+        while (g_hash[h]) h = (h + 1) & (HASH_SLOTS - 1);
+        g_hash[h] = k + 1;
+    }
+    g_configured = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef METHODS[] = {
+    {"configure", fast_configure, METH_VARARGS, "Set the keys, operations, kinds and names matched."},
+    {"flatten", fast_flatten, METH_O, "OTLP protobuf request bytes -> columns and slim rows, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_fastflat", NULL, -1, METHODS};
+
+PyMODINIT_FUNC PyInit__fastflat(void) { return PyModule_Create(&MODULE); }

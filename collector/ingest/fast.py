@@ -1,0 +1,128 @@
+"""Request body → ``SpanBatch``, through the compiled fast path when it is built and can take the
+request, else through the pure-Python reference (``wire`` + ``rows.flatten``).
+
+``_fastflat`` (a C extension, built at install when a compiler is there; optional) walks an OTLP
+protobuf request once and writes the span table's Arrow buffers directly, with the same promotion
+rules as ``normalize.promote``. For any shape it does not handle it answers None and the reference
+decodes the request, so the rows are the same either way; the tests check that value by value.
+``REACH_COLLECTOR_PURE_PYTHON=1`` turns the fast path off.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final
+
+import pyarrow as pa
+from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
+from reach_collector.ingest.normalize import (
+    _OPENINFERENCE_KINDS,
+    _TRACELOOP_KINDS,
+    _TRACELOOP_REQUEST_TYPES,
+    PROMOTED_KEYS,
+)
+from reach_collector.ingest.rows import FOLDED, PROBLEMS, SpanBatch, flatten, fold
+from reach_collector.store.schema import ARROW_SCHEMA
+
+from reach_otel import semconv as sc
+
+try:
+    from reach_collector.ingest import _fastflat  # type: ignore[attr-defined]
+except ImportError:  # no compiler at install: the reference path serves every request
+    _fastflat = None
+
+# The attribute keys the compiled promotion reads, in the order of its K_* enum.
+KEYS: Final = (
+    sc.GEN_AI_OPERATION_NAME,
+    sc.TRACELOOP_SPAN_KIND,
+    sc.TRACELOOP_ENTITY_NAME,
+    sc.TRACELOOP_REQUEST_TYPE,
+    sc.OPENINFERENCE_SPAN_KIND,
+    sc.REACH_HOP_COUNT,
+    sc.REACH_LOOP_DETECTED,
+    sc.REACH_HANDOFF_STATUS,
+    sc.ERROR_TYPE,
+    sc.GEN_AI_AGENT_NAME,
+    sc.OPENINFERENCE_AGENT_NAME,
+    sc.REACH_HANDOFF_SOURCE,
+    sc.GEN_AI_HANDOFF_FROM_AGENT,
+    sc.REACH_AGENT_NAME,
+    sc.REACH_HANDOFF_TARGET,
+    sc.GEN_AI_TRANSFER_TARGET_NAME,
+    sc.GEN_AI_HANDOFF_TO_AGENT,
+    sc.REACH_HANDOFF_MODE,
+    sc.GEN_AI_TRANSFER_MODE,
+    sc.GEN_AI_TOOL_NAME,
+    sc.OPENINFERENCE_TOOL_NAME,
+    sc.GEN_AI_REQUEST_MODEL,
+    sc.GEN_AI_RESPONSE_MODEL,
+    sc.OPENINFERENCE_LLM_MODEL_NAME,
+    sc.GEN_AI_PROVIDER_NAME,
+    sc.GEN_AI_SYSTEM,
+    sc.OPENINFERENCE_LLM_PROVIDER,
+    sc.OPENINFERENCE_LLM_SYSTEM,
+    sc.GEN_AI_USAGE_INPUT_TOKENS,
+    sc.GEN_AI_USAGE_PROMPT_TOKENS,
+    sc.OPENINFERENCE_TOKEN_PROMPT,
+    sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+    sc.GEN_AI_USAGE_COMPLETION_TOKENS,
+    sc.OPENINFERENCE_TOKEN_COMPLETION,
+    sc.GEN_AI_CONVERSATION_ID,
+    sc.OPENINFERENCE_SESSION_ID,
+    sc.SERVICE_NAME,  # the resource's service column
+    sc.EXCEPTION_TYPE,  # an exception event's error type
+)
+# The operations it names (its OP_* enum), and the other instrumentations' kinds, in the order of
+# its *K_* enum: the keys of normalize's mappings, whose values it follows.
+OPS: Final = (
+    sc.OP_WORKFLOW,
+    sc.OP_AGENT,
+    sc.OP_TOOL,
+    sc.OP_CHAT,
+    sc.OP_TEXT_COMPLETION,
+    sc.OP_EMBEDDINGS,
+    sc.OP_HANDOFF,
+)
+KINDS: Final = (*_TRACELOOP_KINDS, *_TRACELOOP_REQUEST_TYPES, *_OPENINFERENCE_KINDS)
+TEXTS: Final = (sc.EXCEPTION_EVENT, sc.EVENT_LOOP_DETECTED, sc.HEARTBEAT_SPAN_NAME)
+
+if set(KEYS[:-2]) != PROMOTED_KEYS:  # pragma: no cover - a new promoted key needs the C side too
+    raise ImportError("fast.KEYS and normalize.PROMOTED_KEYS differ")
+if _fastflat is not None:
+    _fastflat.configure(KEYS, OPS, KINDS, TEXTS, FOLDED)
+
+
+def enabled() -> bool:
+    return _fastflat is not None and os.environ.get("REACH_COLLECTOR_PURE_PYTHON", "") in ("", "0")
+
+
+def _array(field: pa.Field, rows: int, buffers: tuple[bytes | None, bytes | None, bytes]) -> pa.Array:
+    validity, offsets, values = buffers
+    bufs = [None if validity is None else pa.py_buffer(validity)]
+    if offsets is not None:
+        bufs.append(pa.py_buffer(offsets))
+    bufs.append(pa.py_buffer(values))
+    return pa.Array.from_buffers(field.type, rows, bufs)
+
+
+def flatten_protobuf(body: bytes) -> SpanBatch | None:
+    """The compiled path: None when it is off, not built, or the request is not a shape it takes."""
+    if not enabled():
+        return None
+    out: Any = _fastflat.flatten(body)
+    if out is None:
+        return None
+    rows, columns, fold_rows, rejected, codes = out
+    arrays = [_array(field, rows, bufs) for field, bufs in zip(ARROW_SCHEMA, columns, strict=True)]
+    parts, stats = fold(fold_rows)
+    table = pa.Table.from_arrays(arrays, schema=ARROW_SCHEMA)
+    return SpanBatch(table, parts, rejected, tuple(PROBLEMS[code - 1] for code in codes), stats)
+
+
+def flatten_body(raw: bytes, media: str) -> SpanBatch:
+    """A decompressed request body → its batch; raises ``UndecodableBody`` like ``parse_for_rows``."""
+    if media == PROTOBUF:
+        batch = flatten_protobuf(raw)
+        if batch is not None:
+            return batch
+    return flatten(parse_for_rows(raw, media))

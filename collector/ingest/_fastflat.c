@@ -782,7 +782,7 @@ typedef struct {
     Table t;
     Attrs attrs, scratch;
     Buf json;           /* events / links JSON of the current span */
-    PyObject *rows;     /* list of slim row tuples for the Python folds (parts, stats) */
+    Buf heartbeat;      /* per row: 1 for a heartbeat span (its attributes are folded too) */
     int64_t rejected;
     int reasons[8];     /* problem codes seen, in order */
     int nreasons;
@@ -919,14 +919,14 @@ static PyObject *cell(const Col *c, int type, int64_t row) {
 /* The last row written, as a tuple in column order holding only the folded columns (None for
  * the rest, and for the attributes unless the span is a heartbeat): what rows._add_to_part and
  * BatchStats.add read. */
-static int fold_row(Ctx *x, int heartbeat) {
+static int fold_row(Ctx *x, PyObject *rows, int64_t row, int heartbeat) {
     Table *t = &x->t;
     PyObject *tup = PyTuple_New(N_COLS);
     if (!tup) return NOMEM;
     for (int i = 0; i < N_COLS; i++) {
         PyObject *v;
         if (g_folded[i] && (i != C_ATTRIBUTES || heartbeat)) {
-            v = cell(&t->col[i], COL_TYPE[i], t->rows);
+            v = cell(&t->col[i], COL_TYPE[i], row);
             if (!v) {
                 Py_DECREF(tup);
                 return NOMEM;
@@ -937,7 +937,7 @@ static int fold_row(Ctx *x, int heartbeat) {
         }
         PyTuple_SET_ITEM(tup, i, v);
     }
-    int rc = PyList_Append(x->rows, tup) ? NOMEM : OK;
+    int rc = PyList_Append(rows, tup) ? NOMEM : OK;
     Py_DECREF(tup);
     return rc;
 }
@@ -1123,7 +1123,7 @@ static int span(Ctx *x, Rd *r) {
         TRY(col_str(&c[C_SCOPE], x->scope_buf.p, x->scope_buf.len));
     else
         TRY(col_null(&c[C_SCOPE], A_STR));
-    TRY(fold_row(x, str_eq(name.s, name.n, &g_texts[T_HEARTBEAT])));
+    MEM(buf_ch(&x->heartbeat, (char)str_eq(name.s, name.n, &g_texts[T_HEARTBEAT])));
     t->rows++;
     return OK;
 }
@@ -1324,18 +1324,26 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     Ctx x;
     memset(&x, 0, sizeof x);
     PyObject *result = NULL;
-    x.rows = PyList_New(0);
-    int rc = x.rows ? table_init(&x.t) : NOMEM;
+    PyObject *rows = NULL;
+    int rc = table_init(&x.t);
     if (rc == OK) {
+        /* The walk touches no Python object: other threads run meanwhile. */
         Rd r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+        Py_BEGIN_ALLOW_THREADS
         rc = request(&x, &r);
+        Py_END_ALLOW_THREADS
     }
     if (rc == OK) {
+        rows = PyList_New(0);
+        for (int64_t i = 0; rows && i < x.t.rows; i++)
+            if (fold_row(&x, rows, i, x.heartbeat.p[i])) Py_CLEAR(rows);
+    }
+    if (rc == OK && rows) {
         PyObject *cols = columns(&x.t);
         PyObject *reasons = PyTuple_New(x.nreasons);
         if (cols && reasons) {
             for (int i = 0; i < x.nreasons; i++) PyTuple_SET_ITEM(reasons, i, PyLong_FromLong(x.reasons[i]));
-            result = Py_BuildValue("(LOOLO)", (long long)x.t.rows, cols, x.rows, (long long)x.rejected, reasons);
+            result = Py_BuildValue("(LOOLO)", (long long)x.t.rows, cols, rows, (long long)x.rejected, reasons);
         }
         Py_XDECREF(cols);
         Py_XDECREF(reasons);
@@ -1347,7 +1355,8 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     } else if (!PyErr_Occurred()) {
         PyErr_NoMemory();
     }
-    Py_XDECREF(x.rows);
+    Py_XDECREF(rows);
+    free(x.heartbeat.p);
     table_free(&x.t);
     free(x.attrs.a);
     free(x.scratch.a);

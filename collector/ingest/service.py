@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from reach_collector.ingest import fast
 from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
 from reach_collector.ingest.fast import flatten_body
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
@@ -62,10 +63,16 @@ class IngestService:
         self.split_min_bytes = split_min_bytes
 
     async def decode_async(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
-        """Decode in the worker pool when there is one, else in a thread; raises ``BodyError``.
+        """Decode in a thread through the compiled path when it takes the request (it runs without
+        the GIL, and no bytes cross a process boundary); else in the worker pool when there is
+        one, else in a thread (the reference path). Raises ``BodyError``.
 
         A large request that arrives while workers are idle is split between them (see
         ``ingest.split``): one exporter alone then gets every decoder, not one."""
+        if media == PROTOBUF and fast.enabled():
+            batch = await asyncio.to_thread(self._decode_fast, body, encoding)
+            if batch is not None:
+                return batch
         if self.pool is None:
             return await asyncio.to_thread(self.decode_http, body, media, encoding)
         loop = asyncio.get_running_loop()
@@ -103,8 +110,17 @@ class IngestService:
                 return pieces
         return [body]
 
+    def _decode_fast(self, body: bytes, encoding: str | None) -> SpanBatch | None:
+        batch = fast.flatten_protobuf(decompress(body, encoding, self.max_body_bytes))
+        return None if batch is None else self._count(batch)
+
     def decode_pooled(self, request: ExportTraceServiceRequest) -> SpanBatch:
-        """For gRPC (already parsed): flatten in the pool when there is one, blocking the caller."""
+        """For gRPC (already parsed): the compiled path when it takes the request, else flatten in
+        the pool when there is one, blocking the caller."""
+        if fast.enabled():
+            batch = fast.flatten_protobuf(request.SerializeToString())
+            if batch is not None:
+                return self._count(batch)
         if self.pool is None:
             return self.flatten(request)
         try:

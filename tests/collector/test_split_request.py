@@ -107,8 +107,9 @@ def test_small_or_malformed_bodies_are_not_split() -> None:
 
 
 def test_a_lone_large_request_is_decoded_by_both_workers(
-    start_collector: Callable[..., RunningCollector],
+    start_collector: Callable[..., RunningCollector], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("REACH_COLLECTOR_PURE_PYTHON", "1")  # the pool path: the compiled one does not split
     pool = start_pool(2)
     try:
         collector = start_collector(pool=pool)
@@ -133,8 +134,9 @@ def test_a_lone_large_request_is_decoded_by_both_workers(
 
 
 def test_hostile_large_requests_get_the_same_answers_split(
-    start_collector: Callable[..., RunningCollector],
+    start_collector: Callable[..., RunningCollector], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("REACH_COLLECTOR_PURE_PYTHON", "1")  # the pool path: the compiled one does not split
     pool = start_pool(2)
     try:
         collector = start_collector(pool=pool)

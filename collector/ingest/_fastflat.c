@@ -8,9 +8,12 @@
  * pure-Python path, which is the reference and decides what is wrong with it. So a request gives
  * the same rows either way (the equivalence tests check this value by value).
  *
- * configure(keys, ops, kinds, texts, folded) is called once with the strings it matches against
- * (from reach_otel.semconv, so they live in one place) and the columns the Python folds read;
- * flatten(body) then returns None or (rows, columns, fold rows, rejected, reason codes) — see
+ * It also folds the rows into the trace lookup parts and the exposition's stats (rows._add_to_part
+ * and BatchStats.add, the same rules), so no Python runs per span.
+ *
+ * configure(keys, ops, kinds, texts, llm_ops, buckets) is called once with the strings it matches
+ * against and the duration buckets (from reach_otel.semconv and batch_stats, so they live in one
+ * place); flatten(body) then returns None or (rows, columns, folds, rejected, reason codes) — see
  * fast.py for the shapes.
  */
 #define PY_SSIZE_T_CLEAN
@@ -322,6 +325,7 @@ static int parse_scalar(Rd *r, Attr *out, int allow_array) {
             }
             case 6:
             case 7:
+            case 8: /* kvlist, bytes, a string-table index: the reference's */
                 return FALLBACK;
             default:
                 TRY(rd_skip(r, wire));
@@ -776,13 +780,351 @@ static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Tex
     return OK;
 }
 
+/* ---------------------------------------------------------------- folds (rows._add_to_part, BatchStats.add)
+ *
+ * Rows are grouped by the bytes of their key cells; a group keeps one representative row, from
+ * which its Python key is built at the end, and its sums. Only groups become Python objects. */
+
+#define MAX_LLM_OPS 8
+#define MAX_BUCKETS 64
+static Str g_llm[MAX_LLM_OPS];
+static int g_nllm = 0;
+static double g_buckets[MAX_BUCKETS];
+static int g_nbuckets = 0;
+
+typedef struct {
+    uint32_t hash, koff, klen;
+    int64_t row;
+    int64_t n[5];
+    double sum;
+} Group;
+
+typedef struct {
+    Group *g;
+    size_t n, cap;
+    int32_t *index;
+    size_t slots;
+    Buf keys;
+} Groups;
+
+static void groups_free(Groups *gs) {
+    free(gs->g);
+    free(gs->index);
+    free(gs->keys.p);
+}
+
+static int groups_rehash(Groups *gs) {
+    size_t slots = gs->slots ? gs->slots * 2 : 64;
+    int32_t *index = malloc(slots * sizeof(int32_t));
+    if (!index) return NOMEM;
+    memset(index, 0xff, slots * sizeof(int32_t));
+    for (size_t i = 0; i < gs->n; i++) {
+        size_t h = gs->g[i].hash & (slots - 1);
+        while (index[h] >= 0) h = (h + 1) & (slots - 1);
+        index[h] = (int32_t)i;
+    }
+    free(gs->index);
+    gs->index = index;
+    gs->slots = slots;
+    return OK;
+}
+
+/* The group of key bytes ``key``; a new one (row ``row``, zero sums) when there is none. */
+static int groups_get(Groups *gs, const Buf *key, int64_t row, Group **out) {
+    if ((gs->n + 1) * 2 > gs->slots) TRY(groups_rehash(gs));
+    uint32_t hash = fnv((const uint8_t *)key->p, key->len);
+    size_t h = hash & (gs->slots - 1);
+    for (;;) {
+        int32_t i = gs->index[h];
+        if (i < 0) break;
+        Group *g = &gs->g[i];
+        if (g->hash == hash && g->klen == key->len && memcmp(gs->keys.p + g->koff, key->p, key->len) == 0) {
+            *out = g;
+            return OK;
+        }
+        h = (h + 1) & (gs->slots - 1);
+    }
+    if (gs->n == gs->cap) {
+        size_t cap = gs->cap ? gs->cap * 2 : 32;
+        Group *g = realloc(gs->g, cap * sizeof(Group));
+        if (!g) return NOMEM;
+        gs->g = g;
+        gs->cap = cap;
+    }
+    Group *g = &gs->g[gs->n];
+    memset(g, 0, sizeof *g);
+    g->hash = hash;
+    g->koff = (uint32_t)gs->keys.len;
+    g->klen = (uint32_t)key->len;
+    g->row = row;
+    MEM(buf_put(&gs->keys, key->p, key->len));
+    gs->index[h] = (int32_t)gs->n++;
+    *out = g;
+    return OK;
+}
+
+static inline int valid_at(const Col *c, int64_t row) { return c->valid.p[row] != 0; }
+
+static inline const char *str_at(const Col *c, int64_t row, int32_t *len) {
+    const int32_t *off = (const int32_t *)c->offsets.p;
+    *len = off[row + 1] - off[row];
+    return c->values.p + off[row];
+}
+
+static inline int str_is(const Col *c, int64_t row, const Str *t) {
+    int32_t n;
+    const char *s = str_at(c, row, &n);
+    return valid_at(c, row) && (size_t)n == t->n && memcmp(s, t->s, (size_t)n) == 0;
+}
+
+/* Appends a cell's key bytes: validity, then the length and bytes of a string or the value. */
+static int key_cell(Buf *k, const Col *c, int type, int64_t row) {
+    char v = (char)valid_at(c, row);
+    MEM(buf_ch(k, v));
+    if (!v) return OK;
+    if (type == A_STR) {
+        int32_t n;
+        const char *s = str_at(c, row, &n);
+        MEM(buf_put(k, &n, 4));
+        MEM(buf_put(k, s, (size_t)n));
+    } else {
+        MEM(buf_put(k, c->values.p + row * WIDTH[type], (size_t)WIDTH[type]));
+    }
+    return OK;
+}
+
+typedef struct {
+    Groups calls, tokens, handoffs, traces, parts, members;
+    Buf key;
+    Buf beats; /* int64 rows of heartbeat spans */
+} Folds;
+
+static void folds_free(Folds *f) {
+    groups_free(&f->calls);
+    groups_free(&f->tokens);
+    groups_free(&f->handoffs);
+    groups_free(&f->traces);
+    groups_free(&f->parts);
+    groups_free(&f->members);
+    free(f->key.p);
+    free(f->beats.p);
+}
+
+/* Parts: n[0] spans, n[1] errors, n[2] hops, n[3] root row (-1 none), n[4] last end; row = the
+ * earliest row (its start and name are the first ones). */
+static int fold_part(Folds *f, const Table *t, int64_t row, int agent_span, int handoff) {
+    const Col *c = t->col;
+    Buf *k = &f->key;
+    k->len = 0;
+    TRY(key_cell(k, &c[C_TRACE_ID], A_STR, row));
+    Group *p;
+    size_t before = f->parts.n;
+    TRY(groups_get(&f->parts, k, row, &p));
+    const int64_t *start = (const int64_t *)c[C_START].values.p, *end = (const int64_t *)c[C_END].values.p;
+    if (f->parts.n > before) {
+        p->n[3] = -1;
+        p->n[4] = end[row];
+    } else {
+        if (start[row] < start[p->row]) p->row = row;
+        if (end[row] > p->n[4]) p->n[4] = end[row];
+    }
+    if (!valid_at(&c[C_PARENT], row) && (p->n[3] < 0 || start[row] < start[p->n[3]])) p->n[3] = row;
+    p->n[0]++;
+    if (((const uint8_t *)c[C_STATUS].values.p)[row] == 2) p->n[1]++;
+    int64_t part = p - f->parts.g;
+    Group *m;
+    if (agent_span && valid_at(&c[C_AGENT], row)) {
+        int32_t n;
+        str_at(&c[C_AGENT], row, &n);
+        if (n) { /* a truthy agent */
+            k->len = 0;
+            MEM(buf_put(k, &part, 8));
+            MEM(buf_ch(k, 'a'));
+            TRY(key_cell(k, &c[C_AGENT], A_STR, row));
+            TRY(groups_get(&f->members, k, row, &m));
+            m->n[0] = part, m->n[1] = C_AGENT;
+        }
+    } else if (handoff) {
+        f->parts.g[part].n[2]++;
+    }
+    if (valid_at(&c[C_SERVICE], row)) {
+        k->len = 0;
+        MEM(buf_put(k, &part, 8));
+        MEM(buf_ch(k, 's'));
+        TRY(key_cell(k, &c[C_SERVICE], A_STR, row));
+        TRY(groups_get(&f->members, k, row, &m));
+        m->n[0] = part, m->n[1] = C_SERVICE;
+    }
+    return OK;
+}
+
+static int fold(Folds *f, const Table *t, int64_t row, int heartbeat) {
+    const Col *c = t->col;
+    Buf *k = &f->key;
+    const Col *op = &c[C_OPERATION];
+    int has_op = valid_at(op, row);
+    int handoff = has_op && str_is(op, row, &g_ops[OP_HANDOFF]);
+    int agent_span = has_op && str_is(op, row, &g_ops[OP_AGENT]);
+    int root = !valid_at(&c[C_PARENT], row);
+    Group *g;
+    if (handoff) {
+        k->len = 0;
+        TRY(key_cell(k, &c[C_HANDOFF_SOURCE], A_STR, row));
+        TRY(key_cell(k, &c[C_HANDOFF_TARGET], A_STR, row));
+        TRY(key_cell(k, &c[C_HANDOFF_STATUS], A_STR, row));
+        TRY(key_cell(k, &c[C_HANDOFF_MODE], A_STR, row));
+        TRY(key_cell(k, &c[C_LOOP], A_BOOL, row));
+        TRY(groups_get(&f->handoffs, k, row, &g));
+        g->n[0]++;
+    } else if (has_op) {
+        double seconds = ((const double *)c[C_DURATION].values.p)[row] / 1000.0;
+        int64_t bucket = 0;
+        while (bucket < g_nbuckets && g_buckets[bucket] < seconds) bucket++; /* bisect_left */
+        int64_t error = ((const uint8_t *)c[C_STATUS].values.p)[row] == 2;
+        k->len = 0;
+        TRY(key_cell(k, &c[C_AGENT], A_STR, row));
+        TRY(key_cell(k, op, A_STR, row));
+        MEM(buf_put(k, &error, 8));
+        MEM(buf_put(k, &bucket, 8));
+        TRY(groups_get(&f->calls, k, row, &g));
+        g->n[0]++;
+        g->n[1] = bucket;
+        g->sum += seconds;
+        int llm = 0;
+        for (int i = 0; i < g_nllm && !llm; i++) llm = str_is(op, row, &g_llm[i]);
+        if (llm) {
+            k->len = 0;
+            TRY(key_cell(k, &c[C_AGENT], A_STR, row));
+            TRY(key_cell(k, &c[C_MODEL], A_STR, row));
+            TRY(groups_get(&f->tokens, k, row, &g));
+            if (valid_at(&c[C_INPUT], row)) g->n[0] += ((const int64_t *)c[C_INPUT].values.p)[row];
+            if (valid_at(&c[C_OUTPUT], row)) g->n[1] += ((const int64_t *)c[C_OUTPUT].values.p)[row];
+        }
+    }
+    if (handoff || agent_span || root) {
+        k->len = 0;
+        TRY(key_cell(k, &c[C_TRACE_ID], A_STR, row));
+        TRY(groups_get(&f->traces, k, row, &g));
+        if (handoff) g->n[0]++;
+        else if (agent_span) g->n[1]++;
+        if (root) g->n[2] = 1;
+    }
+    if (heartbeat) MEM(buf_put(&f->beats, &row, 8));
+    return fold_part(f, t, row, agent_span, handoff);
+}
+
+/* The value of row ``row`` of a column as a Python object (None when null). */
+static PyObject *cell(const Col *c, int type, int64_t row) {
+    if (!valid_at(c, row)) Py_RETURN_NONE;
+    switch (type) {
+        case A_STR: {
+            int32_t n;
+            const char *s = str_at(c, row, &n);
+            return PyUnicode_DecodeUTF8(s, n, NULL);
+        }
+        case A_U8: return PyLong_FromLong(((const uint8_t *)c->values.p)[row]);
+        case A_I64: return PyLong_FromLongLong(((const int64_t *)c->values.p)[row]);
+        case A_F64: return PyFloat_FromDouble(((const double *)c->values.p)[row]);
+        case A_I32: return PyLong_FromLong(((const int32_t *)c->values.p)[row]);
+        case A_BOOL: return PyBool_FromLong(((const uint8_t *)c->values.p)[row]);
+        default: return PyLong_FromUnsignedLong(((const uint32_t *)c->values.p)[row]);
+    }
+}
+
+#define CELL(which, row) cell(&t->col[which], COL_TYPE[which], (row))
+
+/* dict[key] = value, consuming both references; -1 with an exception set on failure. */
+static int set_item(PyObject *dict, PyObject *key, PyObject *value) {
+    int rc = (key && value) ? PyDict_SetItem(dict, key, value) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    return rc;
+}
+
+/* (calls, tokens, handoffs, traces, beats, parts) as BatchStats' fields and rows' parts dict. */
+static PyObject *folds_to_python(const Folds *f, const Table *t) {
+    PyObject *calls = PyDict_New(), *tokens = PyDict_New(), *handoffs = PyDict_New();
+    PyObject *traces = PyDict_New(), *beats = PyList_New(0), *parts = PyDict_New();
+    PyObject *out = NULL, *lists = NULL;
+    if (!calls || !tokens || !handoffs || !traces || !beats || !parts) goto done;
+    for (size_t i = 0; i < f->calls.n; i++) {
+        const Group *g = &f->calls.g[i];
+        PyObject *key = Py_BuildValue("(NNNL)", CELL(C_AGENT, g->row), CELL(C_OPERATION, g->row),
+                                      PyBool_FromLong(((const uint8_t *)t->col[C_STATUS].values.p)[g->row] == 2),
+                                      (long long)g->n[1]);
+        if (set_item(calls, key, Py_BuildValue("[Ld]", (long long)g->n[0], g->sum))) goto done;
+    }
+    for (size_t i = 0; i < f->tokens.n; i++) {
+        const Group *g = &f->tokens.g[i];
+        PyObject *key = Py_BuildValue("(NN)", CELL(C_AGENT, g->row), CELL(C_MODEL, g->row));
+        if (set_item(tokens, key, Py_BuildValue("[LL]", (long long)g->n[0], (long long)g->n[1]))) goto done;
+    }
+    for (size_t i = 0; i < f->handoffs.n; i++) {
+        const Group *g = &f->handoffs.g[i];
+        PyObject *key = Py_BuildValue("(NNNNN)", CELL(C_HANDOFF_SOURCE, g->row), CELL(C_HANDOFF_TARGET, g->row),
+                                      CELL(C_HANDOFF_STATUS, g->row), CELL(C_HANDOFF_MODE, g->row),
+                                      CELL(C_LOOP, g->row));
+        if (set_item(handoffs, key, PyLong_FromLongLong(g->n[0]))) goto done;
+    }
+    for (size_t i = 0; i < f->traces.n; i++) {
+        const Group *g = &f->traces.g[i];
+        PyObject *value = Py_BuildValue("[LLL]", (long long)g->n[0], (long long)g->n[1], (long long)g->n[2]);
+        if (set_item(traces, CELL(C_TRACE_ID, g->row), value)) goto done;
+    }
+    for (size_t i = 0; i < f->beats.len / 8; i++) {
+        int64_t row = ((const int64_t *)f->beats.p)[i];
+        PyObject *beat = Py_BuildValue("(NN)", CELL(C_ATTRIBUTES, row), CELL(C_END, row));
+        if (!beat || PyList_Append(beats, beat)) {
+            Py_XDECREF(beat);
+            goto done;
+        }
+        Py_DECREF(beat);
+    }
+    /* Parts: [first_start, last_end, root_name, root_start, first_name, spans, errors, agents,
+     * services, hops], as rows._add_to_part builds them (agents and services as lists). */
+    lists = PyList_New((Py_ssize_t)f->parts.n);
+    if (!lists) goto done;
+    const int64_t *start = (const int64_t *)t->col[C_START].values.p;
+    for (size_t i = 0; i < f->parts.n; i++) {
+        const Group *p = &f->parts.g[i];
+        int64_t last = p->n[4], root = p->n[3];
+        PyObject *part = Py_BuildValue(
+            "[LLNNNLL[][]L]", (long long)start[p->row], (long long)last,
+            root < 0 ? (Py_INCREF(Py_None), Py_None) : CELL(C_NAME, root),
+            root < 0 ? (Py_INCREF(Py_None), Py_None) : PyLong_FromLongLong(start[root]), CELL(C_NAME, p->row),
+            (long long)p->n[0], (long long)p->n[1], (long long)p->n[2]);
+        if (!part) goto done;
+        PyList_SET_ITEM(lists, (Py_ssize_t)i, part);
+        Py_INCREF(part);
+        if (set_item(parts, CELL(C_TRACE_ID, p->row), part)) goto done;
+    }
+    for (size_t i = 0; i < f->members.n; i++) {
+        const Group *m = &f->members.g[i];
+        PyObject *part = PyList_GET_ITEM(lists, (Py_ssize_t)m->n[0]);
+        PyObject *value = CELL((int)m->n[1], m->row);
+        int rc = value ? PyList_Append(PyList_GET_ITEM(part, m->n[1] == C_AGENT ? 7 : 8), value) : -1;
+        Py_XDECREF(value);
+        if (rc) goto done;
+    }
+    out = Py_BuildValue("(OOOOOO)", calls, tokens, handoffs, traces, beats, parts);
+done:
+    Py_XDECREF(calls);
+    Py_XDECREF(tokens);
+    Py_XDECREF(handoffs);
+    Py_XDECREF(traces);
+    Py_XDECREF(beats);
+    Py_XDECREF(parts);
+    Py_XDECREF(lists);
+    return out;
+}
+
 /* ---------------------------------------------------------------- spans */
 
 typedef struct {
     Table t;
     Attrs attrs, scratch;
     Buf json;           /* events / links JSON of the current span */
-    Buf heartbeat;      /* per row: 1 for a heartbeat span (its attributes are folded too) */
+    Folds folds;        /* the lookup parts and exposition stats, folded as rows are written */
     int64_t rejected;
     int reasons[8];     /* problem codes seen, in order */
     int nreasons;
@@ -897,51 +1239,6 @@ static int link_json(Ctx *x, Rd *ln, int first) {
     return OK;
 }
 
-static int g_folded[N_COLS]; /* 1 for the columns the Python folds read (fast.FOLDED) */
-
-/* The value of row ``row`` of a column as a Python object (None when null). */
-static PyObject *cell(const Col *c, int type, int64_t row) {
-    if (!c->valid.p[row]) Py_RETURN_NONE;
-    switch (type) {
-        case A_STR: {
-            const int32_t *off = (const int32_t *)c->offsets.p;
-            return PyUnicode_DecodeUTF8(c->values.p + off[row], off[row + 1] - off[row], NULL);
-        }
-        case A_U8: return PyLong_FromLong(((const uint8_t *)c->values.p)[row]);
-        case A_I64: return PyLong_FromLongLong(((const int64_t *)c->values.p)[row]);
-        case A_F64: return PyFloat_FromDouble(((const double *)c->values.p)[row]);
-        case A_I32: return PyLong_FromLong(((const int32_t *)c->values.p)[row]);
-        case A_BOOL: return PyBool_FromLong(((const uint8_t *)c->values.p)[row]);
-        default: return PyLong_FromUnsignedLong(((const uint32_t *)c->values.p)[row]);
-    }
-}
-
-/* The last row written, as a tuple in column order holding only the folded columns (None for
- * the rest, and for the attributes unless the span is a heartbeat): what rows._add_to_part and
- * BatchStats.add read. */
-static int fold_row(Ctx *x, PyObject *rows, int64_t row, int heartbeat) {
-    Table *t = &x->t;
-    PyObject *tup = PyTuple_New(N_COLS);
-    if (!tup) return NOMEM;
-    for (int i = 0; i < N_COLS; i++) {
-        PyObject *v;
-        if (g_folded[i] && (i != C_ATTRIBUTES || heartbeat)) {
-            v = cell(&t->col[i], COL_TYPE[i], row);
-            if (!v) {
-                Py_DECREF(tup);
-                return NOMEM;
-            }
-        } else {
-            v = Py_None;
-            Py_INCREF(v);
-        }
-        PyTuple_SET_ITEM(tup, i, v);
-    }
-    int rc = PyList_Append(rows, tup) ? NOMEM : OK;
-    Py_DECREF(tup);
-    return rc;
-}
-
 static int span(Ctx *x, Rd *r) {
     Rd tid = {NULL, NULL}, sid = {NULL, NULL}, pid = {NULL, NULL}, state = {NULL, NULL};
     Text name = {(const uint8_t *)"", 0, 1}, message = {(const uint8_t *)"", 0, 1};
@@ -1028,14 +1325,6 @@ static int span(Ctx *x, Rd *r) {
     if (!tid.p) tid.p = tid.end = begin;
     if (!sid.p) sid.p = sid.end = begin;
     if (!pid.p) pid.p = pid.end = begin;
-    int why = problem(&tid, &sid, &pid, start, end);
-    if (why) {
-        x->rejected++;
-        int seen = 0;
-        for (int i = 0; i < x->nreasons; i++) seen |= x->reasons[i] == why;
-        if (!seen && x->nreasons < 5) x->reasons[x->nreasons++] = why;
-        return OK;
-    }
     /* Second pass: events, then links. */
     Rd again = {begin, r->end};
     while (again.p < again.end) {
@@ -1071,6 +1360,15 @@ static int span(Ctx *x, Rd *r) {
     }
     if (nlinks) MEM(buf_ch(&x->json, ']'));
 
+    /* Checked after events and links are read: a rejected span's are still validated. */
+    int why = problem(&tid, &sid, &pid, start, end);
+    if (why) {
+        x->rejected++;
+        int seen = 0;
+        for (int i = 0; i < x->nreasons; i++) seen |= x->reasons[i] == why;
+        if (!seen && x->nreasons < 5) x->reasons[x->nreasons++] = why;
+        return OK;
+    }
     int64_t status_code = (int32_t)code;
     if (status_code < 0 || status_code > 2) status_code = 0;
     int64_t k = (int32_t)kind;
@@ -1123,7 +1421,7 @@ static int span(Ctx *x, Rd *r) {
         TRY(col_str(&c[C_SCOPE], x->scope_buf.p, x->scope_buf.len));
     else
         TRY(col_null(&c[C_SCOPE], A_STR));
-    MEM(buf_ch(&x->heartbeat, (char)str_eq(name.s, name.n, &g_texts[T_HEARTBEAT])));
+    TRY(fold(&x->folds, t, t->rows, str_eq(name.s, name.n, &g_texts[T_HEARTBEAT])));
     t->rows++;
     return OK;
 }
@@ -1206,6 +1504,22 @@ static int resource(Ctx *x, Rd *r) {
             if (wire != 2) return FALLBACK;
             TRY(rd_len(r, &sub));
             TRY(attrs_add(&x->scratch, &sub));
+        } else if (field == 3) {
+            /* An entity ref: not stored, but the reference parses it, so it must be valid. */
+            if (wire != 2) return FALLBACK;
+            TRY(rd_len(r, &sub));
+            while (sub.p < sub.end) {
+                uint32_t f2;
+                int w2;
+                TRY(rd_tag(&sub, &f2, &w2));
+                Rd text;
+                if (f2 >= 1 && f2 <= 4) { /* schema_url, type, id_keys, description_keys */
+                    if (w2 != 2) return FALLBACK;
+                    TRY(rd_string(&sub, &text));
+                } else {
+                    TRY(rd_skip(&sub, w2));
+                }
+            }
         } else {
             TRY(rd_skip(r, wire));
         }
@@ -1324,7 +1638,7 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     Ctx x;
     memset(&x, 0, sizeof x);
     PyObject *result = NULL;
-    PyObject *rows = NULL;
+    PyObject *folds = NULL;
     int rc = table_init(&x.t);
     if (rc == OK) {
         /* The walk touches no Python object: other threads run meanwhile. */
@@ -1333,17 +1647,13 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
         rc = request(&x, &r);
         Py_END_ALLOW_THREADS
     }
-    if (rc == OK) {
-        rows = PyList_New(0);
-        for (int64_t i = 0; rows && i < x.t.rows; i++)
-            if (fold_row(&x, rows, i, x.heartbeat.p[i])) Py_CLEAR(rows);
-    }
-    if (rc == OK && rows) {
+    if (rc == OK) folds = folds_to_python(&x.folds, &x.t);
+    if (rc == OK && folds) {
         PyObject *cols = columns(&x.t);
         PyObject *reasons = PyTuple_New(x.nreasons);
         if (cols && reasons) {
             for (int i = 0; i < x.nreasons; i++) PyTuple_SET_ITEM(reasons, i, PyLong_FromLong(x.reasons[i]));
-            result = Py_BuildValue("(LOOLO)", (long long)x.t.rows, cols, rows, (long long)x.rejected, reasons);
+            result = Py_BuildValue("(LOOLO)", (long long)x.t.rows, cols, folds, (long long)x.rejected, reasons);
         }
         Py_XDECREF(cols);
         Py_XDECREF(reasons);
@@ -1355,8 +1665,8 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     } else if (!PyErr_Occurred()) {
         PyErr_NoMemory();
     }
-    Py_XDECREF(rows);
-    free(x.heartbeat.p);
+    Py_XDECREF(folds);
+    folds_free(&x.folds);
     table_free(&x.t);
     free(x.attrs.a);
     free(x.scratch.a);
@@ -1391,22 +1701,21 @@ static int set_strings(PyObject *seq, Str *out, int n, const char *what) {
 
 static PyObject *fast_configure(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *keys, *ops, *kinds, *texts, *folded;
-    if (!PyArg_ParseTuple(args, "OOOOO", &keys, &ops, &kinds, &texts, &folded)) return NULL;
-    if (!PyTuple_Check(folded)) {
-        PyErr_SetString(PyExc_ValueError, "folded: need a tuple of column indexes");
+    PyObject *keys, *ops, *kinds, *texts, *llm, *buckets;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &keys, &ops, &kinds, &texts, &llm, &buckets)) return NULL;
+    if (!PyTuple_Check(llm) || PyTuple_GET_SIZE(llm) > MAX_LLM_OPS || !PyTuple_Check(buckets) ||
+        PyTuple_GET_SIZE(buckets) > MAX_BUCKETS) {
+        PyErr_SetString(PyExc_ValueError, "llm_ops and buckets: need short tuples");
         return NULL;
     }
-    int mask[N_COLS] = {0};
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(folded); i++) {
-        long col = PyLong_AsLong(PyTuple_GET_ITEM(folded, i));
-        if (col < 0 || col >= N_COLS) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "folded: no column %ld", col);
-            return NULL;
-        }
-        mask[col] = 1;
+    int nllm = (int)PyTuple_GET_SIZE(llm), nbuckets = (int)PyTuple_GET_SIZE(buckets);
+    if (set_strings(llm, g_llm, nllm, "llm_ops")) return NULL;
+    for (int i = 0; i < nbuckets; i++) {
+        g_buckets[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(buckets, i));
+        if (PyErr_Occurred()) return NULL;
     }
-    memcpy(g_folded, mask, sizeof mask);
+    g_nllm = nllm;
+    g_nbuckets = nbuckets;
     if (set_strings(keys, g_keys, N_KEYS, "keys") || set_strings(ops, g_ops, N_OPS, "ops") ||
         set_strings(kinds, g_kinds, N_KINDS, "kinds") || set_strings(texts, g_texts, N_TEXTS, "texts"))
         return NULL;

@@ -55,22 +55,6 @@ _HANDOFF: Final = tuple(
     _COL[c] for c in ("handoff_source", "handoff_target", "handoff_status", "handoff_mode", "loop_detected")
 )
 _ATTRS: Final = _COL["attributes"]
-# Every column ``add`` reads (the attributes only for heartbeat spans).
-STATS_COLUMNS: Final = (
-    _TID,
-    _PARENT,
-    _NAME,
-    _END,
-    _DUR,
-    _STATUS,
-    _OP,
-    _AGENT,
-    _MODEL,
-    _IN,
-    _OUT,
-    *_HANDOFF,
-    _ATTRS,
-)
 
 
 @dataclass

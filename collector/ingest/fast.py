@@ -2,9 +2,11 @@
 request, else through the pure-Python reference (``wire`` + ``rows.flatten``).
 
 ``_fastflat`` (a C extension, built at install when a compiler is there; optional) walks an OTLP
-protobuf request once and writes the span table's Arrow buffers directly, with the same promotion
-rules as ``normalize.promote``. For any shape it does not handle it answers None and the reference
-decodes the request, so the rows are the same either way; the tests check that value by value.
+protobuf request once, without the GIL, and writes the span table's Arrow buffers directly, with
+the same promotion rules as ``normalize.promote``; it folds the lookup parts and the exposition
+stats as it goes (the rules of ``rows._add_to_part`` and ``BatchStats.add``). For any shape it does
+not handle it answers None and the reference decodes the request, so the rows are the same either
+way; the tests check that value by value.
 ``REACH_COLLECTOR_PURE_PYTHON=1`` turns the fast path off.
 """
 
@@ -14,6 +16,7 @@ import os
 from typing import Any, Final
 
 import pyarrow as pa
+from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.normalize import (
     _OPENINFERENCE_KINDS,
@@ -21,7 +24,7 @@ from reach_collector.ingest.normalize import (
     _TRACELOOP_REQUEST_TYPES,
     PROMOTED_KEYS,
 )
-from reach_collector.ingest.rows import FOLDED, PROBLEMS, SpanBatch, flatten, fold
+from reach_collector.ingest.rows import PROBLEMS, SpanBatch, flatten, parts_table
 from reach_collector.store.schema import ARROW_SCHEMA
 
 from reach_otel import semconv as sc
@@ -89,7 +92,7 @@ TEXTS: Final = (sc.EXCEPTION_EVENT, sc.EVENT_LOOP_DETECTED, sc.HEARTBEAT_SPAN_NA
 if set(KEYS[:-2]) != PROMOTED_KEYS:  # pragma: no cover - a new promoted key needs the C side too
     raise ImportError("fast.KEYS and normalize.PROMOTED_KEYS differ")
 if _fastflat is not None:
-    _fastflat.configure(KEYS, OPS, KINDS, TEXTS, FOLDED)
+    _fastflat.configure(KEYS, OPS, KINDS, TEXTS, tuple(sc.LLM_OPERATIONS), DURATION_BUCKETS)
 
 
 def enabled() -> bool:
@@ -112,11 +115,16 @@ def flatten_protobuf(body: bytes) -> SpanBatch | None:
     out: Any = _fastflat.flatten(body)
     if out is None:
         return None
-    rows, columns, fold_rows, rejected, codes = out
+    rows, columns, folds, rejected, codes = out
     arrays = [_array(field, rows, bufs) for field, bufs in zip(ARROW_SCHEMA, columns, strict=True)]
-    parts, stats = fold(fold_rows)
-    table = pa.Table.from_arrays(arrays, schema=ARROW_SCHEMA)
-    return SpanBatch(table, parts, rejected, tuple(PROBLEMS[code - 1] for code in codes), stats)
+    calls, tokens, handoffs, traces, beats, parts = folds
+    return SpanBatch(
+        pa.Table.from_arrays(arrays, schema=ARROW_SCHEMA),
+        parts_table(parts),
+        rejected,
+        tuple(PROBLEMS[code - 1] for code in codes),
+        BatchStats(calls, tokens, handoffs, traces, beats),
+    )
 
 
 def flatten_body(raw: bytes, media: str) -> SpanBatch:

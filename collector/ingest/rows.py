@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest.batch_stats import STATS_COLUMNS, BatchStats
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
 from reach_collector.ingest.wire import attributes, from_message
 from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA, SPAN_NAMES
@@ -128,27 +128,16 @@ def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
                         reasons.append(problem)
                     continue
                 rows.append(_row(span, ids, times, service, resource_json, scope_json))
-    parts, stats = fold(rows)
-    return SpanBatch(_table(rows), parts, rejected, tuple(reasons), stats)
-
-
-def fold(rows: list[tuple[Any, ...]]) -> tuple[pa.Table, BatchStats]:
-    """The trace lookup parts and the exposition stats of a batch's rows (row tuples in
-    ``store.schema`` column order; only the columns ``FOLDED`` names are read)."""
     parts: dict[str, list[Any]] = {}
     stats = BatchStats()
     for row in rows:
         _add_to_part(parts, row)
         stats.add(row)
-    return _parts_table(parts), stats
+    return SpanBatch(_table(rows), parts_table(parts), rejected, tuple(reasons), stats)
 
 
 # Row positions used by the per-trace aggregation (must follow store.schema.SPAN_COLUMNS).
 _TID, _PARENT, _NAME, _START, _END, _STATUS, _SERVICE, _OP, _AGENT = 0, 2, 3, 5, 6, 8, 10, 11, 12
-# The columns ``fold`` reads: these and what BatchStats.add reads.
-FOLDED: Final = tuple(
-    sorted({_TID, _PARENT, _NAME, _START, _END, _STATUS, _SERVICE, _OP, _AGENT, *STATS_COLUMNS})
-)
 
 
 def _add_to_part(parts: dict[str, list[Any]], row: tuple[Any, ...]) -> None:
@@ -177,7 +166,7 @@ def _add_to_part(parts: dict[str, list[Any]], row: tuple[Any, ...]) -> None:
         part[8].add(row[_SERVICE])
 
 
-def _parts_table(parts: dict[str, list[Any]]) -> pa.Table:
+def parts_table(parts: dict[str, list[Any]]) -> pa.Table:
     rows = [(tid, *p[:7], sorted(p[7]), sorted(p[8]), p[9]) for tid, p in parts.items()]
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(PARTS_ARROW_SCHEMA)
     arrays = [pa.array(col, type=field.type) for col, field in zip(columns, PARTS_ARROW_SCHEMA, strict=True)]

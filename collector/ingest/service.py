@@ -70,7 +70,11 @@ class IngestService:
         A large request that arrives while workers are idle is split between them (see
         ``ingest.split``): one exporter alone then gets every decoder, not one."""
         if media == PROTOBUF and fast.enabled():
-            batch = await asyncio.to_thread(self._decode_fast, body, encoding)
+            self.writer.decoding(1)  # the writer lingers for these rows to share a commit
+            try:
+                batch = await asyncio.to_thread(self._decode_fast, body, encoding)
+            finally:
+                self.writer.decoding(-1)
             if batch is not None:
                 return batch
         if self.pool is None:

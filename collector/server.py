@@ -41,6 +41,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     import duckdb
     import uvicorn
     from reach_collector.app import create_app
+    from reach_collector.ingest import fast
     from reach_collector.ingest.grpc_server import start_grpc
     from reach_collector.ingest.pool import default_workers, start_pool
     from reach_collector.store.duckdb_store import MEMORY, DuckDBStore
@@ -93,6 +94,12 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
             print(f"reach-otel collector auth: on ({', '.join(scopes)} token)", file=out)
         else:
             print(f"reach-otel collector auth: off (no tokens; bound to {settings.host})", file=out)
+        processes = f"{workers} decoder process(es)" if pool is not None else "threads"
+        off = fast.why_off()
+        decoding = (
+            f"in pure Python, in {processes} ({off})" if off else f"protobuf compiled, JSON in {processes}"
+        )
+        print(f"reach-otel collector decoding: {decoding}", file=out)
         out.flush()
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
         with _signals_return():

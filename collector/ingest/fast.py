@@ -99,6 +99,15 @@ def enabled() -> bool:
     return _fastflat is not None and os.environ.get("REACH_COLLECTOR_PURE_PYTHON", "") in ("", "0")
 
 
+def why_off() -> str | None:
+    """Why protobuf requests are decoded in pure Python (None when the compiled path is on)."""
+    if _fastflat is None:
+        return "the compiled decoder is not built: reinstall where a C compiler is"
+    if not enabled():
+        return "REACH_COLLECTOR_PURE_PYTHON is set"
+    return None
+
+
 def _array(field: pa.Field, rows: int, buffers: tuple[bytes | None, bytes | None, bytes]) -> pa.Array:
     validity, offsets, values = buffers
     bufs = [None if validity is None else pa.py_buffer(validity)]

@@ -12,6 +12,7 @@ way; the tests check that value by value.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Final
 
@@ -28,6 +29,8 @@ from reach_collector.ingest.rows import PROBLEMS, SpanBatch, flatten, parts_tabl
 from reach_collector.store.schema import ARROW_SCHEMA
 
 from reach_otel import semconv as sc
+
+log = logging.getLogger(__name__)
 
 try:
     from reach_collector.ingest import _fastflat  # type: ignore[attr-defined]
@@ -121,10 +124,15 @@ def flatten_protobuf(body: bytes) -> SpanBatch | None:
     """The compiled path: None when it is off, not built, or the request is not a shape it takes."""
     if not enabled():
         return None
-    out: Any = _fastflat.flatten(body)
-    if out is None:
+    try:
+        out: Any = _fastflat.flatten(body)
+        return None if out is None else _batch(*out)
+    except Exception:  # a bug here must not cost the request: the reference decodes it
+        log.warning("the compiled decoder failed; decoding this request in Python", exc_info=True)
         return None
-    rows, columns, folds, rejected, codes = out
+
+
+def _batch(rows: int, columns: list[Any], folds: tuple[Any, ...], rejected: int, codes: Any) -> SpanBatch:
     arrays = [_array(field, rows, bufs) for field, bufs in zip(ARROW_SCHEMA, columns, strict=True)]
     calls, tokens, handoffs, traces, beats, parts = folds
     return SpanBatch(

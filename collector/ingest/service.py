@@ -67,8 +67,8 @@ class IngestService:
         the GIL, and no bytes cross a process boundary); else in the worker pool when there is
         one, else in a thread (the reference path). Raises ``BodyError``.
 
-        A large request that arrives while workers are idle is split between them (see
-        ``ingest.split``): one exporter alone then gets every decoder, not one."""
+        In the pool, a large request that arrives while workers are idle is split between them
+        (see ``ingest.split``): one exporter alone then gets every decoder, not one."""
         if media == PROTOBUF and fast.enabled():
             self.writer.decoding(1)  # the writer lingers for these rows to share a commit
             try:

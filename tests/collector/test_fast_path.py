@@ -669,3 +669,18 @@ def test_pure_python_switch_turns_the_fast_path_off(monkeypatch: pytest.MonkeyPa
     want = reference(body)
     assert isinstance(want, SpanBatch)
     assert_same_batch(fast.flatten_body(body, PROTOBUF), want, body)
+
+
+def test_a_failure_inside_the_fast_path_falls_back_to_the_reference(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A bug in the compiled path must cost neither the request nor its rows: the reference decodes it.
+    body = _realistic_request().SerializeToString()
+
+    def broken(_: bytes) -> Any:
+        raise ValueError("simulated decoder bug")
+
+    monkeypatch.setattr(fast._fastflat, "flatten", broken)
+    assert fast.flatten_protobuf(body) is None
+    assert "compiled decoder failed" in caplog.text
+    assert_same_batch(fast.flatten_body(body, PROTOBUF), reference(body), body)

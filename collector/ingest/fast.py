@@ -95,7 +95,11 @@ TEXTS: Final = (sc.EXCEPTION_EVENT, sc.EVENT_LOOP_DETECTED, sc.HEARTBEAT_SPAN_NA
 if set(KEYS[:-2]) != PROMOTED_KEYS:  # pragma: no cover - a new promoted key needs the C side too
     raise ImportError("fast.KEYS and normalize.PROMOTED_KEYS differ")
 if _fastflat is not None:
-    _fastflat.configure(KEYS, OPS, KINDS, TEXTS, tuple(sc.LLM_OPERATIONS), DURATION_BUCKETS)
+    try:
+        _fastflat.configure(KEYS, OPS, KINDS, TEXTS, tuple(sc.LLM_OPERATIONS), DURATION_BUCKETS)
+    except (TypeError, ValueError):  # built from an older source: decode in Python until rebuilt
+        log.warning("the compiled decoder is out of date (reinstall to rebuild it); decoding in Python")
+        _fastflat = None
 
 
 def enabled() -> bool:

@@ -109,7 +109,7 @@ def enabled() -> bool:
 def why_off() -> str | None:
     """Why protobuf requests are decoded in pure Python (None when the compiled path is on)."""
     if _fastflat is None:
-        return "the compiled decoder is not built: reinstall where a C compiler is"
+        return "the compiled decoder is not built, or is out of date: reinstall where a C compiler is"
     if not enabled():
         return "REACH_COLLECTOR_PURE_PYTHON is set"
     return None

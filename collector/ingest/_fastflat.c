@@ -910,6 +910,20 @@ static void folds_free(Folds *f) {
     free(f->beats.p);
 }
 
+/* The value of column ``col`` (agents or services) at ``row`` joins the set of trace part
+ * ``part``: a member group (n[0] the part, n[1] the column) keyed by all three. */
+static int add_member(Folds *f, const Table *t, int64_t part, int64_t col, int64_t row) {
+    Buf *k = &f->key;
+    Group *m;
+    k->len = 0;
+    MEM(buf_put(k, &part, 8));
+    MEM(buf_put(k, &col, 8));
+    TRY(key_cell(k, &t->col[col], A_STR, row));
+    TRY(groups_get(&f->members, k, row, &m));
+    m->n[0] = part, m->n[1] = col;
+    return OK;
+}
+
 /* Parts: n[0] spans, n[1] errors, n[2] hops, n[3] root row (-1 none), n[4] last end; row = the
  * earliest row (its start and name are the first ones). */
 static int fold_part(Folds *f, const Table *t, int64_t row, int agent_span, int handoff) {
@@ -932,29 +946,14 @@ static int fold_part(Folds *f, const Table *t, int64_t row, int agent_span, int 
     p->n[0]++;
     if (((const uint8_t *)c[C_STATUS].values.p)[row] == 2) p->n[1]++;
     int64_t part = p - f->parts.g;
-    Group *m;
     if (agent_span && valid_at(&c[C_AGENT], row)) {
         int32_t n;
         str_at(&c[C_AGENT], row, &n);
-        if (n) { /* a truthy agent */
-            k->len = 0;
-            MEM(buf_put(k, &part, 8));
-            MEM(buf_ch(k, 'a'));
-            TRY(key_cell(k, &c[C_AGENT], A_STR, row));
-            TRY(groups_get(&f->members, k, row, &m));
-            m->n[0] = part, m->n[1] = C_AGENT;
-        }
+        if (n) TRY(add_member(f, t, part, C_AGENT, row)); /* a truthy agent */
     } else if (handoff) {
         f->parts.g[part].n[2]++;
     }
-    if (valid_at(&c[C_SERVICE], row)) {
-        k->len = 0;
-        MEM(buf_put(k, &part, 8));
-        MEM(buf_ch(k, 's'));
-        TRY(key_cell(k, &c[C_SERVICE], A_STR, row));
-        TRY(groups_get(&f->members, k, row, &m));
-        m->n[0] = part, m->n[1] = C_SERVICE;
-    }
+    if (valid_at(&c[C_SERVICE], row)) TRY(add_member(f, t, part, C_SERVICE, row));
     return OK;
 }
 
@@ -1123,7 +1122,7 @@ done:
 typedef struct {
     Table t;
     Attrs attrs, scratch;
-    Buf json;           /* events / links JSON of the current span */
+    Buf events, links;  /* the events / links JSON of the current span */
     Folds folds;        /* the lookup parts and exposition stats, folded as rows are written */
     int64_t rejected;
     int reasons[8];     /* problem codes seen, in order */
@@ -1190,7 +1189,7 @@ static int event_json(Ctx *x, Rd *ev, int first, Text *name_out, Text *etype, in
         }
     }
     *name_out = name;
-    Buf *b = &x->json;
+    Buf *b = &x->events;
     MEM(buf_ch(b, first ? '[' : ','));
     MEM(PUTS(b, "{\"name\":"));
     TRY(json_str(b, name.s, name.n));
@@ -1225,7 +1224,7 @@ static int link_json(Ctx *x, Rd *ln, int first) {
             TRY(rd_skip(ln, wire));
         }
     }
-    Buf *b = &x->json;
+    Buf *b = &x->links;
     MEM(buf_ch(b, first ? '[' : ','));
     MEM(PUTS(b, "{\"trace_id\":"));
     TRY(json_hex(b, tid.p, (size_t)(tid.end - tid.p)));
@@ -1249,8 +1248,7 @@ static int span(Ctx *x, Rd *r) {
     Table *t = &x->t;
     Col *c = t->col;
     attrs_reset(&x->attrs);
-    x->json.len = 0;
-    /* First pass: every field but events and links, which are written after (they share x->json). */
+    x->events.len = x->links.len = 0;
     const uint8_t *begin = r->p;
     while (r->p < r->end) {
         uint32_t field;
@@ -1285,9 +1283,18 @@ static int span(Ctx *x, Rd *r) {
                 TRY(rd_len(r, &sub));
                 TRY(attrs_add(&x->attrs, &sub));
                 break;
-            case 11: case 13:
+            case 11: {
                 if (wire != 2) return FALLBACK;
                 TRY(rd_len(r, &sub));
+                Text evname;
+                TRY(event_json(x, &sub, nevents++ == 0, &evname, &etype, &etype_done));
+                if (str_eq(evname.s, evname.n, &g_texts[T_LOOP_EVENT])) loop_event = 1;
+                break;
+            }
+            case 13:
+                if (wire != 2) return FALLBACK;
+                TRY(rd_len(r, &sub));
+                TRY(link_json(x, &sub, nlinks++ == 0));
                 break;
             case 15: {
                 if (wire != 2 || status_seen++) return FALLBACK;
@@ -1325,42 +1332,10 @@ static int span(Ctx *x, Rd *r) {
     if (!tid.p) tid.p = tid.end = begin;
     if (!sid.p) sid.p = sid.end = begin;
     if (!pid.p) pid.p = pid.end = begin;
-    /* Second pass: events, then links. */
-    Rd again = {begin, r->end};
-    while (again.p < again.end) {
-        uint32_t field;
-        int wire;
-        TRY(rd_tag(&again, &field, &wire));
-        if (field != 11) {
-            TRY(rd_skip(&again, wire));
-            continue;
-        }
-        Rd sub;
-        TRY(rd_len(&again, &sub));
-        Text evname;
-        TRY(event_json(x, &sub, nevents == 0, &evname, &etype, &etype_done));
-        nevents++;
-        if (str_eq(evname.s, evname.n, &g_texts[T_LOOP_EVENT])) loop_event = 1;
-    }
-    if (nevents) MEM(buf_ch(&x->json, ']'));
-    size_t events_len = x->json.len;
-    again.p = begin;
-    while (again.p < again.end) {
-        uint32_t field;
-        int wire;
-        TRY(rd_tag(&again, &field, &wire));
-        if (field != 13) {
-            TRY(rd_skip(&again, wire));
-            continue;
-        }
-        Rd sub;
-        TRY(rd_len(&again, &sub));
-        TRY(link_json(x, &sub, nlinks == 0));
-        nlinks++;
-    }
-    if (nlinks) MEM(buf_ch(&x->json, ']'));
+    if (nevents) MEM(buf_ch(&x->events, ']'));
+    if (nlinks) MEM(buf_ch(&x->links, ']'));
 
-    /* Checked after events and links are read: a rejected span's are still validated. */
+    /* Checked after every field is read: a rejected span's events and links are validated too. */
     int why = problem(&tid, &sid, &pid, start, end);
     if (why) {
         x->rejected++;
@@ -1409,11 +1384,11 @@ static int span(Ctx *x, Rd *r) {
     TRY(json_attrs(&c[C_ATTRIBUTES].values, &x->attrs));
     TRY(col_end_string(&c[C_ATTRIBUTES]));
     if (nevents)
-        TRY(col_str(&c[C_EVENTS], x->json.p, events_len));
+        TRY(col_str(&c[C_EVENTS], x->events.p, x->events.len));
     else
         TRY(col_null(&c[C_EVENTS], A_STR));
     if (nlinks)
-        TRY(col_str(&c[C_LINKS], x->json.p + events_len, x->json.len - events_len));
+        TRY(col_str(&c[C_LINKS], x->links.p, x->links.len));
     else
         TRY(col_null(&c[C_LINKS], A_STR));
     TRY(col_str(&c[C_RESOURCE], x->resource_buf.p, x->resource_buf.len));
@@ -1454,43 +1429,55 @@ static int scope(Ctx *x, Rd *r) {
     return OK;
 }
 
-static int scope_spans(Ctx *x, Rd *r) {
-    /* The scope may come after its spans on the wire: read it first. */
-    int seen = 0;
-    Rd it = *r;
-    x->scope_set = 0;
-    x->scope_buf.len = 0;
-    while (it.p < it.end) {
+typedef int (*Child)(Ctx *, Rd *);
+
+/* Each ``field`` record of message ``r`` (a message itself), in wire order, to ``fn``. */
+static int children(Ctx *x, Rd r, uint32_t want, Child fn) {
+    while (r.p < r.end) {
         uint32_t field;
         int wire;
-        TRY(rd_tag(&it, &field, &wire));
-        if (field == 1) {
-            Rd sub;
-            if (wire != 2 || seen++) return FALLBACK;
-            TRY(rd_len(&it, &sub));
-            TRY(scope(x, &sub));
-        } else if (field == 3) {
-            Rd sub;
-            if (wire != 2) return FALLBACK;
-            TRY(rd_string(&it, &sub));
-        } else {
-            TRY(rd_skip(&it, wire));
+        TRY(rd_tag(&r, &field, &wire));
+        if (field != want) {
+            TRY(rd_skip(&r, wire));
+            continue;
         }
+        Rd sub;
+        if (wire != 2) return FALLBACK;
+        TRY(rd_len(&r, &sub));
+        TRY(fn(x, &sub));
     }
-    while (r->p < r->end) {
+    return OK;
+}
+
+/* ResourceSpans and ScopeSpans share their shape: 1 the resource or scope (read here with
+ * ``first``, before the children, since it may follow them on the wire), 2 the children,
+ * 3 schema_url (validated, not kept). */
+static int header(Ctx *x, Rd r, Child first) {
+    int seen = 0;
+    while (r.p < r.end) {
         uint32_t field;
         int wire;
-        TRY(rd_tag(r, &field, &wire));
-        if (field == 2) {
-            Rd sub;
+        TRY(rd_tag(&r, &field, &wire));
+        Rd sub;
+        if (field == 1) {
+            if (wire != 2 || seen++) return FALLBACK;
+            TRY(rd_len(&r, &sub));
+            TRY(first(x, &sub));
+        } else if (field == 3) {
             if (wire != 2) return FALLBACK;
-            TRY(rd_len(r, &sub));
-            TRY(span(x, &sub));
+            TRY(rd_string(&r, &sub));
         } else {
-            TRY(rd_skip(r, wire));
+            TRY(rd_skip(&r, wire));
         }
     }
     return OK;
+}
+
+static int scope_spans(Ctx *x, Rd *r) {
+    x->scope_set = 0;
+    x->scope_buf.len = 0;
+    TRY(header(x, *r, scope));
+    return children(x, *r, 2, span);
 }
 
 static int resource(Ctx *x, Rd *r) {
@@ -1533,61 +1520,16 @@ static int resource(Ctx *x, Rd *r) {
 }
 
 static int resource_spans(Ctx *x, Rd *r) {
-    int seen = 0;
-    Rd it = *r;
     attrs_reset(&x->scratch);
     x->resource_buf.len = 0;
     MEM(PUTS(&x->resource_buf, "{}"));
     x->service.set = 0;
-    while (it.p < it.end) {
-        uint32_t field;
-        int wire;
-        TRY(rd_tag(&it, &field, &wire));
-        Rd sub;
-        if (field == 1) {
-            if (wire != 2 || seen++) return FALLBACK;
-            TRY(rd_len(&it, &sub));
-            TRY(resource(x, &sub));
-        } else if (field == 3) {
-            if (wire != 2) return FALLBACK;
-            TRY(rd_string(&it, &sub));
-        } else {
-            TRY(rd_skip(&it, wire));
-        }
-    }
     /* The service text points into the body; the resource attributes are no longer needed. */
-    while (r->p < r->end) {
-        uint32_t field;
-        int wire;
-        TRY(rd_tag(r, &field, &wire));
-        if (field == 2) {
-            Rd sub;
-            if (wire != 2) return FALLBACK;
-            TRY(rd_len(r, &sub));
-            TRY(scope_spans(x, &sub));
-        } else {
-            TRY(rd_skip(r, wire));
-        }
-    }
-    return OK;
+    TRY(header(x, *r, resource));
+    return children(x, *r, 2, scope_spans);
 }
 
-static int request(Ctx *x, Rd *r) {
-    while (r->p < r->end) {
-        uint32_t field;
-        int wire;
-        TRY(rd_tag(r, &field, &wire));
-        if (field == 1) {
-            Rd sub;
-            if (wire != 2) return FALLBACK;
-            TRY(rd_len(r, &sub));
-            TRY(resource_spans(x, &sub));
-        } else {
-            TRY(rd_skip(r, wire));
-        }
-    }
-    return OK;
-}
+static int request(Ctx *x, Rd *r) { return children(x, *r, 1, resource_spans); }
 
 /* ---------------------------------------------------------------- Python glue */
 
@@ -1670,7 +1612,8 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     table_free(&x.t);
     free(x.attrs.a);
     free(x.scratch.a);
-    free(x.json.p);
+    free(x.events.p);
+    free(x.links.p);
     free(x.resource_buf.p);
     free(x.scope_buf.p);
     PyBuffer_Release(&view);

@@ -102,8 +102,10 @@ def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
     """Rows of an official request or a ``wire.WireRequest`` (the faster read of the same bytes)."""
     request = from_message(request)
     rows: list[tuple[Any, ...]] = []
+    parts: dict[str, list[Any]] = {}
     rejected = 0
     reasons: list[str] = []
+    stats = BatchStats()
     for rs in request.resource_spans:
         res_attrs = attributes(rs.resource.attributes)
         service = res_attrs.get(sc.SERVICE_NAME)
@@ -127,12 +129,10 @@ def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
                     if problem not in reasons and len(reasons) < _MAX_REASONS:
                         reasons.append(problem)
                     continue
-                rows.append(_row(span, ids, times, service, resource_json, scope_json))
-    parts: dict[str, list[Any]] = {}
-    stats = BatchStats()
-    for row in rows:
-        _add_to_part(parts, row)
-        stats.add(row)
+                row = _row(span, ids, times, service, resource_json, scope_json)
+                rows.append(row)
+                _add_to_part(parts, row)
+                stats.add(row)
     return SpanBatch(_table(rows), parts_table(parts), rejected, tuple(reasons), stats)
 
 

@@ -13,7 +13,6 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from reach_collector.ingest import fast
 from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
-from reach_collector.ingest.fast import flatten_body
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
 from reach_collector.ingest.split import split_request
@@ -146,7 +145,7 @@ class IngestService:
     def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Body bytes → rows; raises a ``BodyError`` subclass for a 4xx."""
         raw = decompress(body, encoding, self.max_body_bytes)
-        return self._rows(flatten_body, raw, media)
+        return self._rows(fast.flatten_body, raw, media)
 
     def flatten(self, request: ExportTraceServiceRequest) -> SpanBatch:
         return self._rows(flatten, request)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -106,60 +106,60 @@ def test_small_or_malformed_bodies_are_not_split() -> None:
     assert split_request(b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 2, min_spans=1) is None
 
 
-def test_a_lone_large_request_is_decoded_by_both_workers(
+@pytest.fixture
+def pooled(
     start_collector: Callable[..., RunningCollector], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("REACH_COLLECTOR_PURE_PYTHON", "1")  # the pool path: the compiled one does not split
+) -> Iterator[RunningCollector]:
+    """A collector decoding in a pool of two workers, in pure Python (the compiled path decodes
+    in threads and does not split)."""
+    monkeypatch.setenv("REACH_COLLECTOR_PURE_PYTHON", "1")
     pool = start_pool(2)
     try:
-        collector = start_collector(pool=pool)
-        body = _request([[[(t % 6, True, "a") for t in range(600)]]]).SerializeToString()
-        response = httpx.post(
-            collector.url + "/v1/traces", content=body, headers={"content-type": PROTOBUF}, timeout=30
-        )
-        assert response.status_code == 200
-        ingest = collector.app.state.ingest
-        assert ingest.stats.requests_split == 1
-        assert ingest.stats.spans_received == 600
-        stored = collector.store.query("SELECT count(*), count(DISTINCT span_id) FROM spans")
-        assert stored == [(600, 600)]
-        trace = collector.get("/api/traces/" + (bytes([1]) * 16).hex()).json()
-        assert trace["span_count"] == 100
-        # The decoder workers' memory is on /metrics beside the main process's.
-        text = collector.get("/metrics").text
-        line = next(x for x in text.splitlines() if x.startswith("reach_collector_decoder_resident"))
-        assert float(line.split()[-1]) > 10e6
+        yield start_collector(pool=pool)
     finally:
         pool.shutdown()
 
 
-def test_hostile_large_requests_get_the_same_answers_split(
-    start_collector: Callable[..., RunningCollector], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("REACH_COLLECTOR_PURE_PYTHON", "1")  # the pool path: the compiled one does not split
-    pool = start_pool(2)
-    try:
-        collector = start_collector(pool=pool)
+def test_a_lone_large_request_is_decoded_by_both_workers(pooled: RunningCollector) -> None:
+    collector = pooled
+    body = _request([[[(t % 6, True, "a") for t in range(600)]]]).SerializeToString()
+    response = httpx.post(
+        collector.url + "/v1/traces", content=body, headers={"content-type": PROTOBUF}, timeout=30
+    )
+    assert response.status_code == 200
+    ingest = collector.app.state.ingest
+    assert ingest.stats.requests_split == 1
+    assert ingest.stats.spans_received == 600
+    stored = collector.store.query("SELECT count(*), count(DISTINCT span_id) FROM spans")
+    assert stored == [(600, 600)]
+    trace = collector.get("/api/traces/" + (bytes([1]) * 16).hex()).json()
+    assert trace["span_count"] == 100
+    # The decoder workers' memory is on /metrics beside the main process's.
+    text = collector.get("/metrics").text
+    line = next(x for x in text.splitlines() if x.startswith("reach_collector_decoder_resident"))
+    assert float(line.split()[-1]) > 10e6
 
-        def post(body: bytes) -> httpx.Response:
-            headers = {"content-type": PROTOBUF}
-            return httpx.post(collector.url + "/v1/traces", content=body, headers=headers, timeout=30)
 
-        spans = [(t % 6, t % 10 != 0, "a") for t in range(300)]  # every tenth span has no span id
-        request = _request([[spans]])
-        partial = post(request.SerializeToString())
-        assert partial.status_code == 200
-        rejected = ExportTraceServiceResponse.FromString(partial.content).partial_success
-        assert rejected.rejected_spans == 30 and "invalid span_id" in rejected.error_message
-        # Invalid UTF-8 in one attribute value of the last piece: the whole request is a 400.
-        bad = _request([[spans]])
-        last = bad.resource_spans[0].scope_spans[0].spans[-1]
-        last.attributes.add(key="k").value.bytes_value = b"\xff\xfe"
-        body = bad.SerializeToString().replace(b"\x3a\x02\xff\xfe", b"\x0a\x02\xff\xfe")
-        assert post(body).status_code == 400
-        assert post(request.SerializeToString()[:-7]).status_code == 400  # truncated: not split
-        assert collector.app.state.ingest.stats.requests_split == 2
-        assert collector.get("/healthz").status_code == 200
-        assert collector.store.query("SELECT count(*) FROM spans") == [(270,)]
-    finally:
-        pool.shutdown()
+def test_hostile_large_requests_get_the_same_answers_split(pooled: RunningCollector) -> None:
+    collector = pooled
+
+    def post(body: bytes) -> httpx.Response:
+        headers = {"content-type": PROTOBUF}
+        return httpx.post(collector.url + "/v1/traces", content=body, headers=headers, timeout=30)
+
+    spans = [(t % 6, t % 10 != 0, "a") for t in range(300)]  # every tenth span has no span id
+    request = _request([[spans]])
+    partial = post(request.SerializeToString())
+    assert partial.status_code == 200
+    rejected = ExportTraceServiceResponse.FromString(partial.content).partial_success
+    assert rejected.rejected_spans == 30 and "invalid span_id" in rejected.error_message
+    # Invalid UTF-8 in one attribute value of the last piece: the whole request is a 400.
+    bad = _request([[spans]])
+    last = bad.resource_spans[0].scope_spans[0].spans[-1]
+    last.attributes.add(key="k").value.bytes_value = b"\xff\xfe"
+    body = bad.SerializeToString().replace(b"\x3a\x02\xff\xfe", b"\x0a\x02\xff\xfe")
+    assert post(body).status_code == 400
+    assert post(request.SerializeToString()[:-7]).status_code == 400  # truncated: not split
+    assert collector.app.state.ingest.stats.requests_split == 2
+    assert collector.get("/healthz").status_code == 200
+    assert collector.store.query("SELECT count(*) FROM spans") == [(270,)]

@@ -70,15 +70,63 @@ routing:
 """
 
 
-def _free_port(preferred: int | None) -> int:
-    for port in ([preferred] if preferred else []) + [0]:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise RuntimeError("no free port")
+DEFAULT_PORT = 4318
+DEFAULT_DURATION_S = 45.0
+MAX_DURATION_S = 24 * 3600.0
+
+
+class DemoArgumentError(ValueError):
+    """A ``reach-otel demo`` argument that cannot be used; its message is the one line shown."""
+
+
+def _bind(port: int) -> int | None:
+    """The port bound on loopback (the free one chosen for 0), or None when it is taken."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return None
+        return int(sock.getsockname()[1])
+
+
+def choose_port(requested: int | None) -> int:
+    """``--port`` is honoured or refused; without it the OTLP port, else any free one."""
+    if requested is not None:
+        if not 1 <= requested <= 65535:
+            raise DemoArgumentError(f"--port {requested}: a port is a number from 1 to 65535")
+        if _bind(requested) is None:
+            raise DemoArgumentError(f"--port {requested}: the port is in use; choose another or leave it out")
+        return requested
+    port = _bind(DEFAULT_PORT) or _bind(0)
+    if port is None:  # pragma: no cover - loopback with no free port at all
+        raise DemoArgumentError("no free port on 127.0.0.1")
+    return port
+
+
+def choose_duration(requested: float | None) -> float:
+    if requested is None:
+        return DEFAULT_DURATION_S
+    if not 0 < requested <= MAX_DURATION_S:  # also refuses NaN
+        raise DemoArgumentError(
+            f"--duration {requested:g}: seconds of traffic, more than 0 and at most {MAX_DURATION_S:.0f}"
+        )
+    return float(requested)
+
+
+def choose_db(requested: str | None) -> Path:
+    """The demo's DuckDB file: its folder is created and must be writable; stale files are removed."""
+    shown = requested or DEFAULT_DB
+    db = Path(shown).expanduser().resolve()
+    if db.is_dir():
+        raise DemoArgumentError(f"--db {shown}: that is a folder; give a file name such as demo.duckdb")
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        for stale in (db, db.with_suffix(db.suffix + ".wal")):
+            stale.unlink(missing_ok=True)
+        db.with_suffix(".yaml").write_text("")  # the config goes beside it: proves the folder is writable
+    except OSError as exc:
+        raise DemoArgumentError(f"--db {shown}: cannot write there ({exc.strerror or exc})") from exc
+    return db
 
 
 class Collector:
@@ -238,15 +286,35 @@ def _show_alerts(collector: Collector, console: Console, *, pager: Pager) -> Non
         console.print(f"deregistered from the routing table (no page): {', '.join(map(str, deregistered))}")
 
 
-def _section(show: Any, collector: Collector, console: Console) -> None:
+def _section(show: Any, collector: Collector, console: Console) -> Any:
     """Print one part of the report; a part the collector cannot answer says so and the rest goes on."""
     from reach_collector.client import QueryError
 
     try:
-        show(collector, console)
+        return show(collector, console)
     except QueryError as exc:
         name = getattr(getattr(show, "func", show), "__name__", "section").removeprefix("_show_")
         console.print(f"[yellow]{name}: not available ({exc})")
+        return None
+
+
+def _show_serving(collector: Collector, trace_id: str | None, console: Console) -> None:
+    """What to do with the collector the demo leaves running: the exact lines to paste."""
+    console.rule("serving")
+    console.print(f"collector: {collector.url}  (Ctrl-C to stop)")
+    console.print("In another terminal, point the CLI at it and look around:")
+    lines = [f"export REACH_OTEL_URL={collector.url}", "reach-otel traces --agent BillingAgent"]
+    if trace_id:
+        lines.append(f"reach-otel trace {trace_id}")
+    lines += ["reach-otel metrics --window 5m", "reach-otel metrics --agents", "reach-otel alerts"]
+    for line in lines:
+        console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"Prometheus scrapes {collector.url}/metrics; Grafana's Tempo data source reads"
+        f" {collector.url}/tempo; `reach-otel dashboards import --grafana-url URL` loads the dashboards.",
+        markup=False,
+        highlight=False,
+    )
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -257,12 +325,13 @@ def run_demo(args: argparse.Namespace) -> int:
     console = Console()
     if not console.is_terminal:
         console.width = max(console.width, 120)
-    db = Path(args.db or DEFAULT_DB).resolve()
-    db.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (db, db.with_suffix(db.suffix + ".wal")):
-        stale.unlink(missing_ok=True)
-    duration = float(args.duration or 45.0)
-    port = _free_port(args.port or 4318)
+    try:
+        duration = choose_duration(args.duration)
+        port = choose_port(args.port)
+        db = choose_db(args.db)
+    except DemoArgumentError as exc:
+        print(f"reach-otel demo: {exc}", file=sys.stderr)
+        return 2
     with Pager() as pager, FakeLLMServer() as llm:
         config = db.with_suffix(".yaml")
         config.write_text(demo_config(pager, datetime.now(timezone.utc)))
@@ -278,15 +347,12 @@ def run_demo(args: argparse.Namespace) -> int:
             reach_otel.flush(timeout=10)
             console.print(f"sent {outcomes['ok'] + outcomes['error']} requests: {dict(outcomes)}")
             time.sleep(3)  # one more alert evaluation over the last spans
-            for section in (_show_trace, _show_golden, _show_multi_agent):
+            trace_id = _section(_show_trace, collector, console)
+            for section in (_show_golden, _show_multi_agent):
                 _section(section, collector, console)
             _section(functools.partial(_show_alerts, pager=pager), collector, console)
             if args.serve:
-                console.rule("serving")
-                console.print(
-                    f"collector API: {collector.url}/api/traces   Prometheus: {collector.url}/metrics"
-                )
-                console.print(f"Grafana Tempo data source: {collector.url}/tempo   Ctrl-C to stop")
+                _show_serving(collector, trace_id, console)
                 with contextlib.suppress(KeyboardInterrupt):
                     collector.proc.wait()
         except Exception as exc:  # a demo that cannot run says why, without a traceback

@@ -1,18 +1,27 @@
 """Collector durable-ingest benchmark: realistic multi-agent OTLP protobuf batches over HTTP.
 
-Measures, in one run: (a) DuckDB's own Arrow insert of the same span rows into the same schema
-(64k-row transactions + a final checkpoint), and (b) the collector end to end — a subprocess
-collector on a fresh DuckDB file, 1, 4 and 8 concurrent client processes posting 512-span requests,
-each answered only after commit — once with the compiled decode path and once with the
-pure-Python reference (``REACH_COLLECTOR_PURE_PYTHON=1``), which is what an install without a C
-compiler runs. Prints spans/s and the ratio (§7: ≥ 50 000 spans/s, ≥ 0.5×).
+Two workloads, side by side in one run (``--workloads``):
 
-The default workload (2000 requests, about a million spans) is sustained ingest: long enough that
-both sides pass through several checkpoints, as a store that runs for days does. A short run
-(``--requests 300``, 150 k spans) ends before DuckDB's first automatic checkpoint, so its raw figure
-is the deferred-checkpoint rate (about twice the sustained one).
+- ``standard``: 12-span multi-agent traces (workflow, two agents, chat, tools, a handoff), a
+  five-attribute resource, ≈ 355 bytes per span on the wire;
+- ``heavy``: 19-span traces (workflow, guardrail, three agents with two LLM calls and two tools
+  each, two handoffs), more attributes per span, events (LLM choices, tool results, handoff
+  transitions, exceptions) and a production-sized resource, ≈ 640 bytes per span.
 
-    python bench/ingest.py [--requests 2000] [--spans-per-request 512] [--clients 1 4 8]
+For each workload, in one run: (a) DuckDB's own Arrow insert of the same span rows into the same
+schema (64k-row transactions at DuckDB's own checkpoint settings + a final checkpoint), and (b) the
+collector end to end — a subprocess collector at its defaults on a fresh DuckDB file, 1 and 4
+concurrent client processes posting 512-span requests, each answered only after commit — with the
+compiled decode path (``--paths compiled pure`` adds the pure-Python reference,
+``REACH_COLLECTOR_PURE_PYTHON=1``, which is what an install without a C compiler runs). While the
+clients post, one more process asks ``GET /api/traces/{id}`` for random traces already
+acknowledged (``--lookups-per-s``) and reports the p50/p99. Prints spans/s and the ratio (§7:
+≥ 50 000 spans/s, ≥ 0.5× the raw insert; trace-by-id p99 < 20 ms).
+
+The default (1200 requests per workload, about 600 k spans each) is sustained ingest: long enough
+that both sides pass through several checkpoints, as a store that runs for days does.
+
+    python bench/ingest.py [--workloads standard heavy] [--requests 1200] [--clients 1 4]
 """
 
 from __future__ import annotations
@@ -21,11 +30,13 @@ import argparse
 import http.client
 import multiprocessing as mp
 import os
+import random
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _spans import make_bodies
 from peers.harness import wait_healthy
 from soak import child_pids
+
+WORKLOADS = {"standard": False, "heavy": True}
 
 
 def raw_insert(bodies: list[bytes], db: Path, batch_rows: int = 65_536) -> tuple[int, float]:
@@ -64,11 +77,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _client(port: int, bodies: list[bytes], ready: mp.Barrier, out: mp.Queue) -> None:  # type: ignore[type-arg]
+def _client(
+    port: int,
+    bodies: list[bytes],
+    ready: mp.Barrier,  # type: ignore[type-arg]
+    out: mp.Queue,  # type: ignore[type-arg]
+    progress: mp.Array,  # type: ignore[type-arg]
+    slot: int,
+) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     statuses: dict[int, int] = {}
     ready.wait()
-    for body in bodies:
+    for done, body in enumerate(bodies, 1):
         while True:
             conn.request("POST", "/v1/traces", body, {"content-type": "application/x-protobuf"})
             response = conn.getresponse()
@@ -78,7 +98,39 @@ def _client(port: int, bodies: list[bytes], ready: mp.Barrier, out: mp.Queue) ->
                 time.sleep(float(response.getheader("retry-after") or 1) / 10)
                 continue
             break
+        progress[slot] = done  # this share's first ``done`` bodies are acknowledged
     out.put(statuses)
+
+
+def _lookups(
+    port: int,
+    shares: list[list[list[str]]],
+    progress: mp.Array,  # type: ignore[type-arg]
+    stop: mp.Event,  # type: ignore[type-arg]
+    per_second: float,
+    out: mp.Queue,  # type: ignore[type-arg]
+) -> None:
+    """GET /api/traces/{id} for random acknowledged traces, ``per_second`` a second, until ``stop``."""
+    rng = random.Random(3)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    interval = 1.0 / per_second
+    next_at = time.perf_counter()
+    while not stop.is_set():
+        acked = [(i, progress[i]) for i in range(len(shares)) if progress[i]]
+        if acked:
+            share, done = rng.choice(acked)
+            trace_id = rng.choice(shares[share][rng.randrange(done)])
+            started = time.perf_counter()
+            conn.request("GET", f"/api/traces/{trace_id}")
+            response = conn.getresponse()
+            response.read()
+            latencies.append(time.perf_counter() - started)
+            statuses[response.status] = statuses.get(response.status, 0) + 1
+        next_at += interval
+        time.sleep(max(0.0, next_at - time.perf_counter()))
+    out.put((latencies, statuses))
 
 
 def _cpu_seconds(pid: int) -> tuple[float, float]:
@@ -95,9 +147,29 @@ def _cpu_seconds(pid: int) -> tuple[float, float]:
     return one(str(pid)), sum(one(str(c)) for c in child_pids(pid))
 
 
+@dataclass
+class Run:
+    elapsed: float
+    statuses: dict[int, int]
+    stored: int
+    cpu: tuple[float, float]
+    lookup_ms: list[float]
+    lookup_statuses: dict[int, int]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
 def collector_ingest(
-    bodies: list[bytes], spans: int, clients: int, db: Path, pure_python: bool = False
-) -> tuple[float, dict[int, int], int, tuple[float, float]]:
+    bodies: list[bytes],
+    trace_ids: list[list[str]],
+    clients: int,
+    db: Path,
+    pure_python: bool = False,
+    lookups_per_s: float = 20.0,
+) -> Run:
     port = _free_port()
     env = dict(os.environ, REACH_COLLECTOR_PURE_PYTHON="1" if pure_python else "0")
     proc = subprocess.Popen(
@@ -110,10 +182,23 @@ def collector_ingest(
         ctx = mp.get_context("fork")
         barrier = ctx.Barrier(clients + 1)
         out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+        lookup_out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+        progress = ctx.Array("i", clients)
+        stop = ctx.Event()
         shares = [bodies[i::clients] for i in range(clients)]
-        workers = [ctx.Process(target=_client, args=(port, share, barrier, out)) for share in shares]
+        id_shares = [trace_ids[i::clients] for i in range(clients)]
+        workers = [
+            ctx.Process(target=_client, args=(port, share, barrier, out, progress, slot))
+            for slot, share in enumerate(shares)
+        ]
         for w in workers:
             w.start()
+        querier = None
+        if lookups_per_s > 0:
+            querier = ctx.Process(
+                target=_lookups, args=(port, id_shares, progress, stop, lookups_per_s, lookup_out)
+            )
+            querier.start()
         cpu_before = _cpu_seconds(proc.pid)
         barrier.wait()
         started = time.perf_counter()
@@ -124,7 +209,9 @@ def collector_ingest(
         elapsed = time.perf_counter() - started
         cpu_after = _cpu_seconds(proc.pid)
         cpu = (cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1])
-        for w in workers:
+        stop.set()
+        latencies, lookup_statuses = lookup_out.get() if querier is not None else ([], {})
+        for w in [*workers, *([querier] if querier is not None else [])]:
             w.join()
     finally:
         proc.terminate()
@@ -135,54 +222,103 @@ def collector_ingest(
     row = con.execute("SELECT count(*) FROM spans").fetchone()
     stored = int(row[0]) if row else 0
     con.close()
-    return elapsed, statuses, stored, cpu
+    return Run(elapsed, statuses, stored, cpu, [x * 1000 for x in latencies], lookup_statuses)
+
+
+def _trace_ids(body: bytes) -> list[str]:
+    from reach_collector.ingest.decode import PROTOBUF, parse
+
+    ids = {
+        s.trace_id.hex()
+        for rs in parse(body, PROTOBUF).resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+    }
+    return sorted(ids)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--requests", type=int, default=1200, help="requests per workload")
     parser.add_argument("--spans-per-request", type=int, default=512)
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4])
     parser.add_argument(
         "--paths",
         nargs="+",
         choices=["compiled", "pure"],
-        default=["compiled", "pure"],
+        default=["compiled"],
         help="decode paths to measure: the compiled one (if built) and the pure-Python reference",
+    )
+    parser.add_argument(
+        "--lookups-per-s",
+        type=float,
+        default=20.0,
+        help="trace-by-id requests a second during ingest (0: none)",
     )
     args = parser.parse_args()
     from reach_collector.ingest import fast
 
     if "compiled" in args.paths and not fast.enabled():
         parser.error("the compiled decode path is not built here (or REACH_COLLECTOR_PURE_PYTHON is set)")
-    bodies = make_bodies(args.requests, args.spans_per_request)
-    from reach_collector.ingest.decode import PROTOBUF, parse
-
-    spans = sum(
-        len(ss.spans) for b in bodies for rs in parse(b, PROTOBUF).resource_spans for ss in rs.scope_spans
-    )
-    print(
-        f"workload: {len(bodies)} requests, {spans} spans, {sum(map(len, bodies)) / spans:.0f} bytes/span, "
-        f"{os.cpu_count()} CPUs"
-    )
+    print(f"{os.cpu_count()} CPUs; command: python bench/ingest.py {' '.join(sys.argv[1:])}".rstrip())
+    results: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        n, elapsed = raw_insert(bodies, Path(tmp) / "raw.duckdb")
-        raw_rate = n / elapsed
-        print(f"raw DuckDB Arrow insert (64k-row commits + checkpoint): {raw_rate:,.0f} spans/s")
-        for path in args.paths:
-            for clients in args.clients:
-                elapsed, statuses, stored, (main_cpu, decoder_cpu) = collector_ingest(
-                    bodies, spans, clients, Path(tmp) / f"{path}{clients}.duckdb", pure_python=path == "pure"
-                )
-                rate = spans / elapsed
-                print(
-                    f"collector durable ingest ({path} decode), {clients} client(s): {rate:,.0f} spans/s "
-                    f"({rate / raw_rate:.2f}x raw insert); statuses {statuses}; stored {stored}/{spans}; "
-                    f"CPU µs/span: collector process {main_cpu / spans * 1e6:.1f}, "
-                    f"decoder processes {decoder_cpu / spans * 1e6:.1f}"
-                )
+        for workload in args.workloads:
+            bodies = make_bodies(args.requests, args.spans_per_request, heavy=WORKLOADS[workload])
+            trace_ids = [_trace_ids(b) for b in bodies]
+            from reach_collector.ingest.decode import PROTOBUF, parse
+
+            spans = sum(
+                len(ss.spans)
+                for b in bodies
+                for rs in parse(b, PROTOBUF).resource_spans
+                for ss in rs.scope_spans
+            )
+            print(
+                f"\n[{workload}] {len(bodies)} requests, {spans} spans, "
+                f"{sum(map(len, bodies)) / spans:.0f} bytes/span on the wire, "
+                f"{spans / sum(map(len, trace_ids)):.0f} spans/trace"
+            )
+            n, elapsed = raw_insert(bodies, Path(tmp) / f"raw-{workload}.duckdb")
+            raw_rate = n / elapsed
+            print(
+                f"[{workload}] raw DuckDB Arrow insert (64k-row commits + checkpoint): "
+                f"{raw_rate:,.0f} spans/s"
+            )
+            for path in args.paths:
+                for clients in args.clients:
+                    run = collector_ingest(
+                        bodies,
+                        trace_ids,
+                        clients,
+                        Path(tmp) / f"{workload}-{path}{clients}.duckdb",
+                        pure_python=path == "pure",
+                        lookups_per_s=args.lookups_per_s,
+                    )
+                    rate = spans / run.elapsed
+                    main_cpu, decoder_cpu = run.cpu
+                    lookups = (
+                        f"; trace-by-id during ingest p50 {_percentile(run.lookup_ms, 0.5):.1f} ms, "
+                        f"p99 {_percentile(run.lookup_ms, 0.99):.1f} ms "
+                        f"({len(run.lookup_ms)} lookups, statuses {run.lookup_statuses})"
+                        if args.lookups_per_s > 0
+                        else ""
+                    )
+                    line = (
+                        f"[{workload}] collector durable ingest ({path} decode), {clients} client(s): "
+                        f"{rate:,.0f} spans/s ({rate / raw_rate:.2f}x raw insert); statuses {run.statuses}; "
+                        f"stored {run.stored}/{spans}; CPU µs/span: collector process "
+                        f"{main_cpu / spans * 1e6:.1f}, decoder processes {decoder_cpu / spans * 1e6:.1f}"
+                        f"{lookups}"
+                    )
+                    print(line, flush=True)
+                    results.append(line)
+    print("\nsummary:")
+    for line in results:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,10 @@ class StartupError(Exception):
     """The collector cannot start; the message says why and what to do."""
 
 
-def _bind(host: str, port: int) -> socket.socket:
+_GRPC_HINT = "choose another --grpc-port, or 0 to turn gRPC off"
+
+
+def _bind(host: str, port: int, *, what: str = "", hint: str = "") -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose proto says TCP,
     # and without it keep-alive requests stall ~40 ms (Nagle + delayed ACK).
@@ -30,7 +33,9 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        where = f"for {what} " if what else ""
+        tail = f"; {hint}" if hint else ""
+        raise StartupError(f"cannot listen {where}on {host}:{port}: {exc.strerror or exc}{tail}") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
@@ -64,6 +69,8 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     grpc_port = 0
     try:
         if settings.grpc_port:
+            # Probe the port first: gRPC's C core logs a raw line of its own before it fails.
+            _bind(settings.host, settings.grpc_port, what="OTLP/gRPC", hint=_GRPC_HINT).close()
             try:
                 grpc_server, grpc_port = start_grpc(
                     app.state.ingest,
@@ -73,10 +80,8 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
                     query_token=settings.query_token,
                 )
             except (OSError, RuntimeError) as exc:
-                raise StartupError(
-                    f"cannot listen for OTLP/gRPC on {settings.host}:{settings.grpc_port} ({exc}); "
-                    "choose another --grpc-port, or 0 to turn gRPC off"
-                ) from None
+                where = f"{settings.host}:{settings.grpc_port}"
+                raise StartupError(f"cannot listen for OTLP/gRPC on {where} ({exc}); {_GRPC_HINT}") from None
         port = sock.getsockname()[1]
         print(f"reach-otel collector listening on http://{settings.host}:{port} (OTLP/HTTP, API)", file=out)
         if grpc_server is not None:

@@ -58,14 +58,13 @@ def create_app(
         else DuckDBStore(settings.db, memory_limit=settings.memory_limit, threads=settings.threads)
     )
     alerting = settings.sections.get("alerting") or {}
-    exposition = Exposition(store, clock, thresholds_ms=alerting.get("thresholds") or {})
+    exposition = Exposition(
+        store, clock, thresholds_ms=alerting.get("thresholds") or {}, prices=settings.prices
+    )
 
     def observe(table: pa.Table, seconds: float, stats: list[BatchStats | None]) -> None:
         exposition.observe_write(seconds)
-        if all(s is not None for s in stats):
-            exposition.observe_stats(s for s in stats if s is not None)
-        else:  # rows queued without stats (e.g. by a caller of the writer): read them
-            exposition.observe(table)
+        exposition.observe_commit(table, stats)  # rows without stats (a writer caller's) are read
 
     writer = writer or Writer(store, max_pending_spans=max_pending_spans, on_commit=observe)
     exposition.set_queue_depth(lambda: writer.pending_spans)

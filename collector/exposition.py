@@ -1,9 +1,11 @@
 """Prometheus ``/metrics`` on the collector's own registry (never the global one).
 
-Counters and histograms are folded in per committed ingest batch (``observe``, vectorised, so the
-writer pays per group, not per span); per-agent window gauges and heartbeats are computed at scrape
-by bounded queries; alert state and collector health are set by their owners. Agent and model
-labels are bounded: past ``max_agents`` distinct values, new ones share the ``other`` bucket.
+Counters and histograms are folded in per committed ingest batch (``observe_commit``, from the
+stats the decoder folded, so the writer pays per group, not per span); handoffs are counted once
+with their final outcome by ``HandoffCounts`` (SPEC §11); cost is priced at ingest from the
+configured table. Per-agent window gauges and heartbeats are computed at scrape by bounded queries;
+alert state and collector health are set by their owners. Agent and model labels are bounded: past
+``max_agents`` distinct values, new ones share the ``other`` bucket.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 import numpy as np
@@ -24,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from reach_collector import metrics
 from reach_collector._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_family
+from reach_collector.handoff_counts import HandoffCounts, Outcome
 from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats, stats_of
 from reach_collector.store.base import TraceStore
 
@@ -55,6 +58,8 @@ class Exposition(Collector):
         window_s: float = 60.0,
         heartbeat_lookback_s: float = 86400.0,
         thresholds_ms: Mapping[str, float] | None = None,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        handoff_timeout_s: float = 600.0,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self._store = store
@@ -68,7 +73,14 @@ class Exposition(Collector):
         self._calls: dict[tuple[str, str, str], int] = {}
         self._durations: dict[tuple[str, str], Hist] = {}
         self._tokens: dict[tuple[str, str, str], int] = {}
-        self._handoffs: dict[tuple[str, str, str, str], int] = {}
+        self._handoffs: dict[tuple[str, str, str, str, str], int] = {}
+        self._handoff_counts = HandoffCounts(store, clock, timeout_s=handoff_timeout_s)
+        # model → (USD per 1M input tokens, per 1M output tokens), the collector's ``prices``
+        self._prices = {
+            str(m): (float(p.get("input", 0.0)), float(p.get("output", 0.0)))
+            for m, p in (prices or {}).items()
+        }
+        self._cost: dict[tuple[str, str], float] = {}
         self._loops: dict[str, int] = {}
         self._hops = Hist(len(HOP_BUCKETS))
         self._pending: OrderedDict[str, list[int]] = OrderedDict()  # trace → [handoffs, agent spans]
@@ -89,18 +101,25 @@ class Exposition(Collector):
     # --- ingest: one call per committed batch ---------------------------------------------------
     def observe(self, table: pa.Table) -> None:
         """Fold one committed batch of span rows (store.schema columns) into the series."""
-        if table.num_rows:
-            self.observe_stats([stats_of(zip(*(c.to_pylist() for c in table.columns), strict=True))])
+        self.observe_commit(table, ())
 
-    def observe_stats(self, batches: Iterable[BatchStats]) -> None:
-        """Fold the stats of committed batches (built while decoding, in arrival order) in."""
+    def observe_commit(self, table: pa.Table, stats: Sequence[BatchStats | None]) -> None:
+        """One commit: its rows and the stats of each request in it (built while decoding, in
+        arrival order). Without stats for every request the rows are read instead."""
+        if not table.num_rows:
+            return
+        if not stats or any(s is None for s in stats):
+            stats = [stats_of(zip(*(c.to_pylist() for c in table.columns), strict=True))]
+        outcomes = self._handoff_counts.observe(table)  # may query the store: outside the lock
         with self._lock:
-            for stats in batches:
-                self._observe_calls(stats)
-                self._observe_tokens(stats)
-                self._observe_handoffs(stats)
-                self._observe_hops(stats)
-                for attrs, end in stats.beats:
+            self._count_handoffs(outcomes)
+            for batch in stats:
+                assert batch is not None
+                self._observe_calls(batch)
+                self._observe_tokens(batch)
+                self._observe_loops(batch)
+                self._observe_hops(batch)
+                for attrs, end in batch.beats:
                     agent_id = _agent_id(attrs)
                     if agent_id is not None:
                         self._heartbeat(agent_id, end / 1e9)
@@ -122,18 +141,28 @@ class Exposition(Collector):
             for kind, value in (("input", tin), ("output", tout)):
                 if value:
                     self._tokens[(a, m, kind)] = self._tokens.get((a, m, kind), 0) + int(value)
+            # Priced by the raw model name (before bounding); an unpriced model has no cost series,
+            # as /api/metrics/agents gives it a null cost, never 0.
+            price = self._prices.get(model) if model is not None else None
+            if price is not None and (tin or tout):
+                usd = (int(tin) * price[0] + int(tout) * price[1]) / 1_000_000
+                self._cost[(a, m)] = self._cost.get((a, m), 0.0) + usd
 
-    def _observe_handoffs(self, stats: BatchStats) -> None:
-        for (source, target, status, mode, loop), n in stats.handoffs.items():
-            src = self._agent(source)
+    def _count_handoffs(self, outcomes: Iterable[Outcome]) -> None:
+        for source, target, status, mode, inferred in outcomes:
             key = (
-                src,
+                self._agent(source),
                 self._agent(target),
-                status if status in _HANDOFF_STATES else (UNKNOWN if status is None else OTHER),
+                status if status in _HANDOFF_STATES else OTHER,
                 mode if mode in _MODES else (UNKNOWN if mode is None else OTHER),
+                "true" if inferred else "false",
             )
-            self._handoffs[key] = self._handoffs.get(key, 0) + n
+            self._handoffs[key] = self._handoffs.get(key, 0) + 1
+
+    def _observe_loops(self, stats: BatchStats) -> None:
+        for (source, _target, _status, _mode, loop), n in stats.handoffs.items():
             if loop:
+                src = self._agent(source)
                 self._loops[src] = self._loops.get(src, 0) + n
 
     def _observe_hops(self, stats: BatchStats) -> None:
@@ -210,7 +239,9 @@ class Exposition(Collector):
     def collect(self) -> Iterable[Metric]:
         window = self._window_gauges()
         store = self._store_gauges()
+        settled = self._handoff_counts.expire()  # pending past the timeout: settled before showing
         with self._lock:
+            self._count_handoffs(settled)
             yield from self._counters()
             yield from window
             yield from self._state_gauges()
@@ -262,10 +293,19 @@ class Exposition(Collector):
         for token, n in sorted(self._tokens.items()):
             tokens.add_metric(list(token), n)
         yield tokens
-        handoffs = CounterMetricFamily(
-            "reach_handoffs", "Handoff spans by source, target, final status and mode.",
-            labels=["source", "target", "status", "mode"],
+        cost = CounterMetricFamily(
+            "reach_agent_cost_usd", "LLM cost by agent and model at the collector's price table (USD).",
+            labels=["agent", "model"],
         )  # fmt: skip
+        for priced, usd in sorted(self._cost.items()):
+            cost.add_metric(list(priced), usd)
+        yield cost
+        handoffs = CounterMetricFamily(
+            "reach_handoffs",
+            "Handoffs by source, target, outcome (SPEC §11) and mode, each counted once its outcome "
+            "is known; inferred=true where it came from the target's next agent span.",
+            labels=["source", "target", "status", "mode", "inferred"],
+        )
         for handoff, n in sorted(self._handoffs.items()):
             handoffs.add_metric(list(handoff), n)
         yield handoffs
@@ -313,18 +353,22 @@ class Exposition(Collector):
         yield limits
 
     def _window_gauges(self) -> list[Metric]:
+        # ``service`` is the agent's most frequent service.name in the window: the label the
+        # collector's own P0/P1 alerts carry, so the Prometheus rules' alerts are the same alerts.
         success = GaugeMetricFamily(
             "reach_agent_success_ratio",
             "Success ratio of agent calls over the current window.",
-            labels=["agent"],
+            labels=["agent", "service"],
         )
         p99 = GaugeMetricFamily(
             "reach_agent_latency_p99_seconds",
             "P99 agent call latency over the current window.",
-            labels=["agent"],
+            labels=["agent", "service"],
         )
         window_calls = GaugeMetricFamily(
-            "reach_agent_window_calls", "Agent calls ending in the current window.", labels=["agent"]
+            "reach_agent_window_calls",
+            "Agent calls ending in the current window.",
+            labels=["agent", "service"],
         )
         beats = GaugeMetricFamily(
             "reach_agent_last_heartbeat_timestamp_seconds", "Unix time of the agent's last heartbeat.",
@@ -338,12 +382,12 @@ class Exposition(Collector):
                     label = self._agent(agent)
                 if label == OTHER:
                     continue  # a ratio or a percentile cannot be merged across agents
-                calls = stats["calls"]
-                window_calls.add_metric([label], calls)
+                calls, labels = stats["calls"], [label, str(stats["service"] or "")]
+                window_calls.add_metric(labels, calls)
                 if calls:
-                    success.add_metric([label], (calls - stats["errors"]) / calls)
+                    success.add_metric(labels, (calls - stats["errors"]) / calls)
                 if stats["p99_ms"] is not None:
-                    p99.add_metric([label], stats["p99_ms"] / 1000.0)
+                    p99.add_metric(labels, stats["p99_ms"] / 1000.0)
             for agent_id, seen in metrics.last_heartbeats(self._store, now_ns, self._lookback_s).items():
                 with self._lock:
                     heartbeats[self._agent_id(agent_id)] = seen

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from reach_collector.handoff_outcome import recorded_sql
 from reach_collector.store.base import TraceStore
 from reach_collector.views import iso
 
+from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 
 __all__ = [
@@ -43,8 +45,8 @@ BY_VALUES: Final = tuple(_GROUPINGS)
 SERIES_METRICS: Final = ("calls", "ok", "errors", "success_rate", "throughput", "p50", "p95", "p99")
 
 # Handoff states (aa-handoff/v1) the rates are defined on (SPEC §11).
-_ACCEPTED: Final = ("accepted", "running", "committed", "failed")
-_UNKNOWN: Final = ("unknown", "expired")
+_ACCEPTED: Final = (hf.ACCEPTED, hf.RUNNING, hf.COMMITTED, hf.FAILED)
+_UNKNOWN: Final = (hf.UNKNOWN, hf.EXPIRED)
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -229,52 +231,65 @@ def _lookback(store: TraceStore, lo: int, hi: int) -> int:
 
 
 def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]:
-    """A handoff without the state machine (0 or no transitions) is committed when the target's
-    next agent span in the trace is not ERROR, failed when it is; else its recorded status."""
-    acc = ", ".join("?" * len(_ACCEPTED))
-    unk = ", ".join("?" * len(_UNKNOWN))
-    row = store.query(
+    """Each handoff's one outcome (SPEC §11, ``handoff_outcome``): its recorded status, or, with
+    none recorded, the target's next agent span in the trace (not ERROR → committed, ERROR →
+    failed, none → unknown), marked inferred."""
+    recorded, recorded_params = recorded_sql()
+    rows = store.query(
         "WITH h AS ("
         " SELECT trace_id, span_id, start_ns, handoff_target, handoff_status, handoff_mode,"
-        "  coalesce(TRY_CAST(json_extract(attributes, ?) AS BIGINT), 0) = 0 AS bare"
+        f"  NOT {recorded} AS bare"
         " FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?),"
-        " t AS (SELECT trace_id, agent, start_ns, status_code FROM spans"
+        " t AS (SELECT trace_id, agent, start_ns, span_id, status_code FROM spans"
         "  WHERE end_ns >= ? AND end_ns <= ? AND operation = ?"
         "  AND trace_id IN (SELECT trace_id FROM h WHERE bare)),"
-        " nxt AS (SELECT h.span_id, h.trace_id, arg_min(t.status_code, t.start_ns) AS target_code"
+        " nxt AS (SELECT h.span_id, h.trace_id,"
+        "  arg_min(t.status_code, {'s': t.start_ns, 'i': t.span_id}) AS target_code"
         "  FROM h JOIN t ON t.trace_id = h.trace_id AND t.agent = h.handoff_target"
         "  AND t.start_ns >= h.start_ns WHERE h.bare GROUP BY h.span_id, h.trace_id),"
-        " e AS (SELECT CASE WHEN h.bare AND nxt.target_code IS NOT NULL THEN"
-        "   (CASE WHEN nxt.target_code = ? THEN 'failed' ELSE 'committed' END)"
-        "   ELSE coalesce(h.handoff_status, 'unknown') END AS status, h.handoff_mode AS mode"
+        " e AS (SELECT CASE WHEN NOT h.bare THEN h.handoff_status"
+        "   WHEN nxt.target_code IS NULL THEN ? WHEN nxt.target_code = ? THEN ? ELSE ? END AS status,"
+        "   h.bare AS inferred, h.handoff_mode AS mode"
         "  FROM h LEFT JOIN nxt ON nxt.span_id = h.span_id AND nxt.trace_id = h.trace_id)"
-        " SELECT count(*), count(*) FILTER (WHERE status = 'committed'),"
-        f" count(*) FILTER (WHERE status IN ({acc})), count(*) FILTER (WHERE status IN ({unk})),"
-        " count(*) FILTER (WHERE mode = ?) FROM e",
+        " SELECT status, inferred, count(*), count(*) FILTER (WHERE mode = ?) FROM e"
+        " GROUP BY ALL ORDER BY 1, 2",
         [
-            _json_path(sc.REACH_HANDOFF_TRANSITIONS),
+            *recorded_params,
             lo,
             hi,
             sc.OP_HANDOFF,
             since,
             hi,
             sc.OP_AGENT,
+            hf.UNKNOWN,
             _ERROR,
-            *_ACCEPTED,
-            *_UNKNOWN,
+            hf.FAILED,
+            hf.COMMITTED,
             "escalate",
         ],
-    )[0]
-    total, committed, accepted, unknown, escalated = (int(v) for v in row)
+    )
+    outcomes = [
+        {"status": status, "inferred": bool(inferred), "handoffs": int(n)} for status, inferred, n, _ in rows
+    ]
+    by_status: dict[str, int] = {}
+    for o in outcomes:
+        by_status[o["status"]] = by_status.get(o["status"], 0) + o["handoffs"]
+    total = sum(by_status.values())
+    committed = by_status.get(hf.COMMITTED, 0)
+    accepted = sum(by_status.get(s, 0) for s in _ACCEPTED)
+    unknown = sum(by_status.get(s, 0) for s in _UNKNOWN)
+    escalated = sum(int(e) for *_, e in rows)
     return {
         "total": total,
         "committed": committed,
         "accepted": accepted,
+        "inferred": sum(o["handoffs"] for o in outcomes if o["inferred"]),
         "efficiency": _ratio(committed, total),
         "acceptance_rate": _ratio(accepted, total),
         "commit_rate": _ratio(committed, accepted),
         "unknown_rate": _ratio(unknown, total),
         "escalation_rate": _ratio(escalated, total),
+        "outcomes": outcomes,
     }
 
 

@@ -1,4 +1,7 @@
-"""Rich rendering of a trace tree and of trace summaries for the `trace` / `traces` commands."""
+"""Rich rendering of a trace tree and of trace summaries for the `trace` / `traces` commands.
+
+A handoff shows the outcome the API computed for it (SPEC §11), marked ``inferred`` where it was.
+"""
 
 from __future__ import annotations
 
@@ -38,11 +41,16 @@ def span_label(span: dict[str, Any]) -> Text:
     if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_HANDOFF or attrs.get(sc.REACH_HANDOFF_TARGET):
         source = attrs.get(sc.REACH_HANDOFF_SOURCE) or attrs.get(sc.GEN_AI_AGENT_NAME) or "?"
         target = attrs.get(sc.REACH_HANDOFF_TARGET) or attrs.get(sc.GEN_AI_TRANSFER_TARGET_NAME) or "?"
-        status = attrs.get(sc.REACH_HANDOFF_STATUS, "")
+        # The one outcome the API and /metrics count (views.handoff_json); a span without it (an
+        # older collector's answer) shows its recorded status.
+        shown = span.get("handoff") or {}
+        status = shown.get("status") or attrs.get(sc.REACH_HANDOFF_STATUS, "")
         hop = attrs.get(sc.REACH_HOP_COUNT)
         label.append(f"  ⇢ handoff {source} → {target}", style="yellow")
         if status:
-            label.append(f" ({status})", style="yellow")
+            label.append(
+                f" ({status}, inferred)" if shown.get("inferred") else f" ({status})", style="yellow"
+            )
         if hop is not None:
             label.append(f" hop {hop}", style="yellow")
     if attrs.get(sc.REACH_LOOP_DETECTED) is True:

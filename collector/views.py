@@ -1,10 +1,18 @@
-"""Pure shaping of stored rows into the §9 JSON: span objects, the nested tree, trace summaries."""
+"""Pure shaping of stored rows into the §9 JSON: span objects, the nested tree, trace summaries.
+
+A handoff span also carries ``handoff``: its one outcome (SPEC §11, ``handoff_outcome``) with
+``inferred`` saying whether it came from the target's next agent span in the trace.
+"""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 from typing import Any, Final
+
+from reach_collector.handoff_outcome import from_target, is_recorded, next_run
+
+from reach_otel import semconv as sc
 
 KIND_NAMES: Final = ("INTERNAL", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 STATUS_NAMES: Final = ("UNSET", "OK", "ERROR")
@@ -57,12 +65,41 @@ def trace_json(trace_id: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The full trace: spans ordered by start time (duplicates from exporter retries dropped)."""
     seen: set[str] = set()
     spans: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
     for row in rows:
         if row["span_id"] in seen:
             continue
         seen.add(row["span_id"])
+        kept.append(row)
         spans.append(span_json(row))
+    runs: dict[str, list[tuple[int, str, int]]] = {}
+    for r in kept:
+        if r["operation"] == sc.OP_AGENT and r["agent"] is not None:
+            runs.setdefault(r["agent"], []).append((r["start_ns"], r["span_id"], r["status_code"]))
+    for agent_runs in runs.values():
+        agent_runs.sort()
+    for row, span in zip(kept, spans, strict=True):
+        if row["operation"] == sc.OP_HANDOFF:
+            span["handoff"] = handoff_json(row, runs)
     return {"trace_id": trace_id, "span_count": len(spans), "spans": spans, "roots": build_tree(spans)}
+
+
+def handoff_json(row: dict[str, Any], runs: dict[str, list[tuple[int, str, int]]]) -> dict[str, Any]:
+    """A handoff row's source, target, mode and its one outcome, given the trace's agent runs
+    (agent → sorted ``(start_ns, span_id, status_code)``)."""
+    attributes = _load(row["attributes"], {})
+    transitions = attributes.get(sc.REACH_HANDOFF_TRANSITIONS) if isinstance(attributes, dict) else None
+    target, status = row["handoff_target"], row["handoff_status"]
+    inferred = not is_recorded(status, transitions)
+    if inferred:
+        status = from_target(next_run(row["start_ns"], runs.get(target, ())) if target else None)
+    return {
+        "source": row["handoff_source"],
+        "target": target,
+        "mode": row["handoff_mode"],
+        "status": status,
+        "inferred": inferred,
+    }
 
 
 def build_tree(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:

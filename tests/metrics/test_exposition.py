@@ -117,8 +117,10 @@ def test_series_carry_the_synthetic_values(tmp_path: Path) -> None:
     # Handoffs are never calls; they have their own counter.
     assert not any(k[0] == "reach_agent_calls_total" and ("operation", "handoff") in k[1] for k in got)
     handoffs = [r for r in rows if r["operation"] == sc.OP_HANDOFF]
-    committed = _get(got, "reach_handoffs_total", source="A", target="B", status="committed", mode="delegate")
-    assert committed == sum(r["agent"] == "A" and r["handoff_status"] == "committed" for r in handoffs)
+    labels = {"source": "A", "target": "B", "mode": "delegate", "inferred": "false"}
+    for status in ("committed", "rejected"):  # recorded outcomes stand (SPEC §11)
+        counted = _get(got, "reach_handoffs_total", **labels, status=status)
+        assert counted == sum(r["agent"] == "A" and r["handoff_status"] == status for r in handoffs) > 0
     loops = sum(_get(got, "reach_loops_detected_total", agent=a) for a in ("A", "B", "C"))
     assert loops == sum(bool(r["loop_detected"]) for r in handoffs)
     # Hops per request: every request here is rooted at its agent span.
@@ -130,10 +132,13 @@ def test_series_carry_the_synthetic_values(tmp_path: Path) -> None:
     stats = metrics.agent_window_stats(store, NOW_NS, 60)
     assert stats
     for agent, s in stats.items():
-        ratio = _get(got, "reach_agent_success_ratio", agent=agent)
+        # The alerts' labels: agent and the agent's service (SPEC §11), as the collector's own.
+        who = {"agent": agent, "service": s["service"]}
+        assert s["service"] == "svc"
+        ratio = _get(got, "reach_agent_success_ratio", **who)
         assert ratio == pytest.approx((s["calls"] - s["errors"]) / s["calls"])
-        assert _get(got, "reach_agent_latency_p99_seconds", agent=agent) == pytest.approx(s["p99_ms"] / 1000)
-        assert _get(got, "reach_agent_window_calls", agent=agent) == s["calls"]
+        assert _get(got, "reach_agent_latency_p99_seconds", **who) == pytest.approx(s["p99_ms"] / 1000)
+        assert _get(got, "reach_agent_window_calls", **who) == s["calls"]
     store.close()
 
 

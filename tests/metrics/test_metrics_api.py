@@ -67,8 +67,9 @@ def test_agents_shape_and_values_from_real_otlp(fed: Served) -> None:
     h = body["handoffs"]
     assert {"total", "committed", "efficiency", "acceptance_rate", "commit_rate", "unknown_rate",
             "escalation_rate"} <= set(h)  # fmt: skip
-    # These handoffs carry no transition count: the target's next agent span decides.
-    assert (h["total"], h["committed"]) == (3, 2)
+    # These handoffs record "committed" without a transition count: a recorded outcome stands,
+    # even where the target then failed (SPEC §11); nothing here was inferred.
+    assert (h["total"], h["committed"], h["inferred"]) == (3, 3, 0)
     assert body["hops"]["traces"] == 3 and body["hops"]["p50"] == 1 and body["hops"]["share_le_2"] == 1
     assert body["loops"] == {"traces_with_loop": 1, "rate": pytest.approx(1 / 3)}
     agents = {a["agent"]: a for a in body["agents"]}
@@ -94,8 +95,9 @@ def test_prometheus_endpoint_parses(fed: Served) -> None:
         for family in text_string_to_metric_families(response.text)
         for s in family.samples
     }
-    assert values[("reach_agent_window_calls", (("agent", "BillingAgent"),))] == 3
-    assert values[("reach_agent_success_ratio", (("agent", "BillingAgent"),))] == pytest.approx(2 / 3)
+    billing = (("agent", "BillingAgent"), ("service", "support-app"))
+    assert values[("reach_agent_window_calls", billing)] == 3
+    assert values[("reach_agent_success_ratio", billing)] == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize(

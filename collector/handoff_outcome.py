@@ -1,0 +1,72 @@
+"""The one outcome of a handoff (SPEC §11), shared by the trace view, ``/api/metrics/agents`` and
+``/metrics``: the rule itself, its SQL form, and the tracker that counts handoffs for Prometheus.
+
+A recorded ``reach.handoff.status`` other than ``unknown``/``created`` stands, whoever produced the
+span. Only a handoff with no recorded outcome (no status, or ``unknown``/``created`` with no
+``reach.handoff.transitions``) takes the target's next agent span in the trace — the earliest
+``invoke_agent`` span of the target starting at or after the handoff: not ERROR → committed,
+ERROR → failed, none → unknown — and is marked *inferred*.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import Any, Final
+
+from reach_otel import handoff_state as hf
+from reach_otel import semconv as sc
+
+__all__ = [
+    "NO_OUTCOME",
+    "from_target",
+    "has_transitions",
+    "is_recorded",
+    "next_run",
+    "recorded_sql",
+]
+
+ERROR_CODE: Final = 2  # OTLP STATUS_CODE_ERROR
+# Statuses that say nothing about the outcome unless the state machine moved (transitions > 0).
+NO_OUTCOME: Final = (hf.UNKNOWN, hf.CREATED)
+# JSON types DuckDB reports for a number; a string or boolean "3" is not a transition count.
+_NUMBER_TYPES: Final = ("UBIGINT", "BIGINT", "DOUBLE")
+
+
+def has_transitions(value: Any) -> bool:
+    """``reach.handoff.transitions`` counts a state-machine step: a number above 0."""
+    return value.__class__ in (int, float) and value > 0
+
+
+def is_recorded(status: str | None, transitions: Any) -> bool:
+    """Whether the span's own status is the handoff's outcome (else it is inferred)."""
+    if not status:
+        return False
+    return status not in NO_OUTCOME or has_transitions(transitions)
+
+
+def from_target(target_status_code: int | None) -> str:
+    """The inferred outcome from the target's next agent span (None: there is none)."""
+    if target_status_code is None:
+        return hf.UNKNOWN
+    return hf.FAILED if target_status_code == ERROR_CODE else hf.COMMITTED
+
+
+def next_run(handoff_start_ns: int, runs: Sequence[tuple[int, str, int]]) -> int | None:
+    """Status code of the target's next agent span, from its runs in the trace as
+    ``(start_ns, span_id, status_code)`` sorted: the earliest (then lowest span id) starting at
+    or after the handoff; None when there is none."""
+    i = bisect_left(runs, (handoff_start_ns,))
+    return runs[i][2] if i < len(runs) else None
+
+
+def recorded_sql(status: str = "handoff_status", attributes: str = "attributes") -> tuple[str, list[Any]]:
+    """The SQL boolean of ``is_recorded`` over span columns, with its parameters in order."""
+    path = '$."' + sc.REACH_HANDOFF_TRANSITIONS + '"'
+    numbers = ", ".join("?" * len(_NUMBER_TYPES))
+    sql = (
+        f"(coalesce({status}, '') <> '' AND ({status} NOT IN (?, ?)"
+        f" OR coalesce(json_type(json_extract({attributes}, ?)) IN ({numbers})"
+        f" AND TRY_CAST(json_extract({attributes}, ?) AS DOUBLE) > 0, false)))"
+    )
+    return sql, [*NO_OUTCOME, path, *_NUMBER_TYPES, path]

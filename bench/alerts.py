@@ -37,7 +37,7 @@ def _heartbeats(store: DuckDBStore, now_ns: int) -> int:
             t = now_ns - k * 30 * S
             if agent == spans_bench.AGENTS[7] and k < 10:
                 continue
-            rows.append((agent, t, "support-app", None, None))
+            rows.append((agent, t, "support-app", None, None, None))
     store.append("heartbeats", rows)
     return len(rows)
 

@@ -122,7 +122,11 @@ def create_app(
     app.state.writer = writer
     app.state.clock = clock
     app.state.ingest = IngestService(
-        writer, settings.max_body_bytes, pool, on_received=exposition.spans_received
+        writer,
+        settings.max_body_bytes,
+        pool,
+        on_received=exposition.spans_received,
+        max_row_bytes=settings.max_row_bytes,
     )
     app.state.retention = retention
     app.state.exposition = exposition

@@ -1,18 +1,22 @@
-"""`reach-otel alerts [replay|ack]`, `reach-otel oncall`, `reach-otel agents`: thin clients of a
-running collector's alerting API (stdlib HTTP), printed as tables. Exit 1 when the collector is
-unreachable or answers 4xx/5xx, 2 for a bad argument."""
+"""`reach-otel alerts [replay|ack|deliveries]`, `reach-otel oncall [--at]`, `reach-otel agents`: thin
+clients of a running collector's alerting API (stdlib HTTP), printed as tables. Exit 1 when the
+collector is unreachable or answers 4xx/5xx, 2 for a bad argument."""
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import textwrap
 import time
 from datetime import datetime, timezone
 from typing import Any
 
 from reach_collector.client import QueryError, add_query_arguments, default_url, fail, get_json, post_json
 
-__all__ = ["register", "run_agents", "run_alerts", "run_oncall"]
+__all__ = ["deliveries_text", "register", "run_agents", "run_alerts", "run_deliveries", "run_oncall"]
+
+WIDTH = 80  # the deliveries listing fits a classic terminal
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], empty: str) -> None:
@@ -109,27 +113,114 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_ack(args: argparse.Namespace) -> int:
+def _login() -> str | None:
     try:
-        body = _call(args, f"/api/alerts/{args.fingerprint}/ack", body={"by": args.by})
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no login name for this uid (containers)
+        return None
+
+
+def run_ack(args: argparse.Namespace) -> int:
+    request: dict[str, Any] = {}
+    by = args.by or _login()
+    if by:
+        request["by"] = by
+    if args.comment:
+        request["comment"] = args.comment
+    try:
+        body = _call(args, f"/api/alerts/{args.fingerprint}/ack", body=request)
     except QueryError as exc:
         return fail(str(exc))
     if not _print(args, body):
-        print(f"acknowledged {args.fingerprint} by {body['acknowledged_by']}")
+        if body.get("already_acknowledged"):
+            print(f"{args.fingerprint} was already acknowledged by {body['acknowledged_by']}")
+        else:
+            print(f"acknowledged {args.fingerprint} by {body['acknowledged_by']}")
+    return 0
+
+
+def _cell(value: Any, width: int) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def deliveries_text(deliveries: list[dict[str, Any]], width: int = WIDTH) -> str:
+    """Delivery attempts as a table of at most ``width`` columns: one line per attempt (time,
+    alert, agent, kind, recipient, attempt, result), and a failure's reason on the line below,
+    wrapped. Times are never cut; long names are shortened with an ellipsis."""
+    if not deliveries:
+        return "no delivery attempts"
+    head = ("time", "alert", "agent", "kind", "to", "try", "result")
+    rows = [
+        (
+            d.get("time") or "",
+            d.get("alertname") or "",
+            d.get("agent") or "",
+            d.get("kind") or "",
+            d.get("recipient") or "",
+            str(d.get("attempt") or ""),
+            "ok" if d.get("ok") else "FAILED",
+        )
+        for d in deliveries
+    ]
+    widths = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
+    # Shrink the name columns (alert, agent, recipient) until the line fits, widest first.
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        i = max((1, 2, 4), key=lambda k: widths[k])
+        if widths[i] <= len(head[i]) + 2:
+            break
+        widths[i] -= 1
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
+    for d, row in zip(deliveries, rows, strict=True):
+        lines.append("  ".join(_cell(c, w).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if not d.get("ok"):
+            reason = d.get("error") or "failed"
+            if d.get("next_retry_at"):
+                reason += f"; retrying at {d['next_retry_at']}"
+            lines.extend(textwrap.wrap(reason, width, initial_indent="    ", subsequent_indent="    "))
+    return "\n".join(lines)
+
+
+def run_deliveries(args: argparse.Namespace) -> int:
+    params = [("limit", str(args.limit))]
+    if args.fingerprint:
+        params.append(("fingerprint", args.fingerprint))
+    if args.failed:
+        params.append(("failed", "true"))
+    try:
+        body = _call(args, "/api/alerts/deliveries", params=params)
+    except QueryError as exc:
+        return fail(str(exc))
+    if not _print(args, body):
+        print(deliveries_text(body["deliveries"]))
     return 0
 
 
 def _listing(
-    args: argparse.Namespace, path: str, key: str, row: Any, title: str, columns: list[str], empty: str
+    args: argparse.Namespace,
+    path: str,
+    key: str,
+    row: Any,
+    title: str,
+    columns: list[str],
+    empty: str,
+    params: list[tuple[str, str]] | None = None,
 ) -> int:
     """GET ``path`` and print its ``key`` list as a table (one ``row(item)`` each), or the JSON."""
     try:
-        body = _call(args, path)
+        body = _call(args, path, params=params)
     except QueryError as exc:
         return fail(str(exc))
     if not _print(args, body):
         _table(title, columns, [row(item) for item in body[key]], empty)
     return 0
+
+
+def _reason(schedule: dict[str, Any]) -> str:
+    reason = schedule.get("reason")
+    if reason is None:
+        return ""
+    return "override" if reason == "override" else f"layer {reason}"
 
 
 def run_oncall(args: argparse.Namespace) -> int:
@@ -140,12 +231,14 @@ def run_oncall(args: argparse.Namespace) -> int:
         lambda s: [
             s["schedule"],
             s.get("now") or "(nobody)",
+            _reason(s),
             s.get("next") or "",
             s.get("next_handoff") or "",
         ],
-        "On call",
-        ["schedule", "now", "next", "hand-off"],
+        f"On call at {args.at}" if args.at else "On call",
+        ["schedule", "on call", "why", "next", "hand-off"],
         "no schedules configured",
+        params=[("at", args.at)] if args.at else None,
     )
 
 
@@ -178,11 +271,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     ack = actions.add_parser("ack", help="acknowledge a firing alert (stops repeats and escalation)")
     ack.add_argument("fingerprint", metavar="FINGERPRINT")
-    ack.add_argument("--by", required=True, help="who acknowledges")
+    ack.add_argument("--by", default=None, help="who acknowledges (default: your login name)")
+    ack.add_argument("--comment", default=None, help="why, or what is being done (goes to the log)")
     add_query_arguments(ack)
     ack.set_defaults(func=run_ack)
 
-    oncall = sub.add_parser("oncall", help="who is on call now, and the next hand-off")
+    deliveries = actions.add_parser("deliveries", help="notification attempts: pages, retries, failures")
+    deliveries.add_argument("--fingerprint", default=None, help="only this alert's")
+    deliveries.add_argument("--failed", action="store_true", help="only failed attempts")
+    deliveries.add_argument("--limit", type=int, default=50, help="the last N attempts (default 50)")
+    add_query_arguments(deliveries)
+    deliveries.set_defaults(func=run_deliveries)
+
+    oncall = sub.add_parser("oncall", help="who is on call now (or --at a time), and the next hand-off")
+    oncall.add_argument("--at", default=None, help="preview another time (ISO-8601, e.g. 2026-02-01T10:00Z)")
     add_query_arguments(oncall)
     oncall.set_defaults(func=run_oncall)
 

@@ -86,6 +86,7 @@ class Exposition(Collector):
         self._pending: OrderedDict[str, list[int]] = OrderedDict()  # trace → [handoffs, agent spans]
         self._alerts: dict[tuple[str, str, str, str], str] = {}
         self._heartbeats: dict[str, float] = {}
+        self._stopped: dict[str, float] = {}  # agent id label → its clean exit (no series until a beat)
         self._thresholds: dict[str, float] = dict(thresholds_ms or {})
         self._received = 0
         self._rejected = 0
@@ -94,6 +95,7 @@ class Exposition(Collector):
         self._stored_source: Callable[[], int] | None = None
         self._decoder_rss: Callable[[], int | None] | None = None
         self._writes = Hist(len(WRITE_BUCKETS))
+        self._load_heartbeats()
         self.registry.register(self)
         # process_resident_memory_bytes & co. of the collector's own process (Linux /proc).
         ProcessCollector(registry=self.registry)
@@ -182,15 +184,27 @@ class Exposition(Collector):
         while len(self._pending) > _PENDING_TRACES:
             self._pending.popitem(last=False)
 
-    def _heartbeat(self, agent_id: str, unix_s: float) -> None:
+    def _heartbeat(self, agent_id: str, unix_s: float, stopped: bool = False) -> None:
         label = self._agent_id(agent_id)
         self._heartbeats[label] = max(unix_s, self._heartbeats.get(label, 0.0))
+        if stopped:
+            self._stopped[label] = max(unix_s, self._stopped.get(label, 0.0))
+
+    def _load_heartbeats(self) -> None:
+        """The persisted ``POST /api/heartbeats`` table, read once at start: an agent lost before a
+        restart keeps its series (so Prometheus's P2 stays firing), a stopped one stays away."""
+        last = getattr(self._store, "last_api_heartbeats", None)
+        if last is None:
+            return
+        for agent_id, beat in last(int(self._clock() * 1_000_000_000), self._lookback_s).items():
+            self._heartbeat(agent_id, beat.last_seen, beat.stopped)
 
     # --- setters for other owners ---------------------------------------------------------------
-    def record_heartbeat(self, agent_id: str, unix_s: float) -> None:
-        """A heartbeat received by POST /api/heartbeats (OTLP heartbeat spans arrive via observe)."""
+    def record_heartbeat(self, agent_id: str, unix_s: float, *, stopped: bool = False) -> None:
+        """A heartbeat received by POST /api/heartbeats (OTLP heartbeat spans arrive via observe);
+        ``stopped`` (a clean exit) removes the agent's series until its next heartbeat."""
         with self._lock:
-            self._heartbeat(agent_id, unix_s)
+            self._heartbeat(agent_id, unix_s, stopped)
 
     def set_alert_state(self, alertname: str, severity: str, labels: Mapping[str, str], state: str) -> None:
         """The alerting engine's view: ``pending``/``firing`` show as 1, anything else removes it."""
@@ -394,8 +408,9 @@ class Exposition(Collector):
         with self._lock:
             for label, seen in self._heartbeats.items():
                 heartbeats[label] = max(seen, heartbeats.get(label, 0.0))
+            stopped = dict(self._stopped)
         for label, seen in sorted(heartbeats.items()):
-            if label != OTHER:
+            if label != OTHER and stopped.get(label, -1.0) < seen:
                 beats.add_metric([label], seen)
         return [success, p99, window_calls, beats]
 

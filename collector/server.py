@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import socket
 import sys
@@ -41,6 +42,19 @@ def _bind(host: str, port: int, *, what: str = "", hint: str = "") -> socket.soc
     return sock
 
 
+def _collector_log(stream: TextIO) -> None:
+    """The collector's own log lines (what alerting does, retention) at INFO on ``stream``;
+    uvicorn configures only its own loggers."""
+    logger = logging.getLogger("reach_collector")
+    if logger.handlers:
+        return
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     """Serve until interrupted. Imports the heavy dependencies here, not at CLI import time."""
     import duckdb
@@ -54,6 +68,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     reason = check_bind(settings)
     if reason:
         raise StartupError(reason)
+    _collector_log(sys.stderr)
     sock = _bind(settings.host, settings.port)
     # Port 0 binds a free port: the settings (and so the alerts' externalURL) say which one.
     settings = replace(settings, port=int(sock.getsockname()[1]))

@@ -137,21 +137,24 @@ class AlertingSetup:
 
 def from_settings(settings: Settings) -> AlertingSetup:
     """Validate the sections the collector's loader kept for us; errors name the file too."""
-    return load_alerting(settings.sections, settings.time_zone, source=settings.source)
+    given = settings.source != Settings.source  # the class default: started with no config at all
+    return load_alerting(settings.sections, settings.time_zone, source=settings.source if given else None)
 
 
 def load_alerting(
     sections: Mapping[str, Any], time_zone: str = "UTC", *, source: str | None = None
 ) -> AlertingSetup:
+    """Validate the sections; ``source`` names the config they came from (None: there was none,
+    so a P0 or P1 without a route is the default, not worth a warning)."""
     try:
-        return _load(sections, parse_zone(sections.get("time_zone", time_zone)))
+        return _load(sections, parse_zone(sections.get("time_zone", time_zone)), source is not None)
     except ConfigError as exc:
         if source is None:
             raise
         raise ConfigError(f"{source}: {exc}") from None
 
 
-def _load(doc: Mapping[str, Any], time_zone: str) -> AlertingSetup:
+def _load(doc: Mapping[str, Any], time_zone: str, configured: bool) -> AlertingSetup:
     warnings: list[str] = []
     alerting = _alerting(mapping(doc.get("alerting"), "alerting"))
     users = {
@@ -179,7 +182,7 @@ def _load(doc: Mapping[str, Any], time_zone: str) -> AlertingSetup:
     for name in sorted(named):
         if name not in users or users[name].webhook is None:
             warnings.append(f"users.{name}: no webhook configured; pages for {name} cannot be delivered")
-    for sev in ("P0", "P1"):
+    for sev in ("P0", "P1") if configured else ():
         if sev not in routing:
             warnings.append(f"routing.{sev}: no route; {sev} alerts page nobody")
     return AlertingSetup(alerting, time_zone, users, schedules, policies, routing, tuple(warnings))

@@ -22,10 +22,12 @@ class AgentWindowStats(NamedTuple):
 
 
 class Heartbeat(NamedTuple):
-    """An agent's last heartbeat at or before ``now`` (unix seconds)."""
+    """An agent's last heartbeat at or before ``now`` (unix seconds); ``stopped`` when that last
+    one was the deregistration of a clean exit (``status: "stopped"``), so silence is expected."""
 
     last_seen: float
     service: str | None = None
+    stopped: bool = False
 
 
 class AlertData(Protocol):

@@ -46,6 +46,7 @@ class Delivery:
     attempts: int = 0
     id: int = 0
     key: tuple[str, str, str] = field(default=("", "", ""))  # a newer one to the same key supersedes
+    agent: str = ""  # the alert's agent label, for the log line
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class DeliveryAttempt:
     retryable: bool = False
     error: str | None = None
     next_retry_at: float | None = None
+    agent: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -153,6 +155,7 @@ class RetryQueue:
             retryable=retryable,
             error=error,
             next_retry_at=retry_at,
+            agent=d.agent,
         )
         self._record(attempt)
         return attempt

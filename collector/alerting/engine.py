@@ -11,13 +11,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from reach_collector.alerting.config import AlertingSetup, from_settings
 from reach_collector.alerting.data import AlertData
 from reach_collector.alerting.delivery import Backoff, DeliveryAttempt
 from reach_collector.alerting.evaluator import Evaluator
+from reach_collector.alerting.events import log_ack, log_attempt, log_transition
 from reach_collector.alerting.history import Acknowledgement, AlertHistory, MemoryHistory
+from reach_collector.alerting.links import AlertLinks
 from reach_collector.alerting.notify import NotificationPipeline
 from reach_collector.alerting.pusher import AlertmanagerPusher
 from reach_collector.alerting.replay import ReplayResult, replay
@@ -27,7 +29,7 @@ from reach_collector.alerting.state import Alert, AlertState, Transition
 from reach_collector.alerting.webhook import HttpSender, Sender
 from reach_collector.config import Settings
 
-__all__ = ["STATE_VALUES", "AlertEngine", "build_engine"]
+__all__ = ["STATE_VALUES", "AckResult", "AlertEngine", "build_engine"]
 
 log = logging.getLogger("reach_collector.alerting")
 
@@ -38,6 +40,15 @@ STATE_VALUES: Final = {
     AlertState.PENDING: 1.0,
     AlertState.FIRING: 2.0,
 }
+
+
+class AckResult(NamedTuple):
+    """An acknowledged alert; ``already`` when an earlier ack of this firing episode stands
+    (``acknowledged_by`` is then who acked first)."""
+
+    alert: Alert
+    acknowledged_by: str
+    already: bool
 
 
 class AlertEngine:
@@ -63,16 +74,16 @@ class AlertEngine:
         self.evaluator = Evaluator(self.rules)
         self._log = logger or log
         sender = sender if sender is not None else HttpSender()
-        generators = {r.name: r.generator_path for r in self.rules}
+        self.links = AlertLinks(external_url, self.rules)
         am_url = setup.alerting.alertmanager_url
         self.pipeline = NotificationPipeline(
             setup,
             sender,
-            record=self.history.record_delivery,
+            record=self._record_delivery,
             external_url=external_url,
             backoff=backoff,
             paging=am_url is None,  # with a real Alertmanager, it pages; we keep P2's action
-            generator_paths=generators,
+            links=self.links,
             logger=self._log,
         )
         self.pusher = (
@@ -81,8 +92,8 @@ class AlertEngine:
                 sender,
                 interval_s=setup.alerting.interval_s,
                 external_url=external_url,
-                generator_paths=generators,
-                record=self.history.record_delivery,
+                links=self.links,
+                record=self._record_delivery,
             )
             if am_url
             else None
@@ -107,9 +118,7 @@ class AlertEngine:
                 self.history.record_transition(t)
                 for listener in self._listeners:
                     listener(t)
-                self._log.info(
-                    "alert %s %s: %s → %s", t.alertname, t.labels, t.from_state.value, t.to_state.value
-                )
+                log_transition(self._log, t)
             alerts = self.evaluator.alerts()
             self.pipeline.plan(now, alerts)
             self.last_tick = now
@@ -141,16 +150,23 @@ class AlertEngine:
                     self.pipeline.acknowledge(alert, by)
             return restored
 
-    def acknowledge(self, fingerprint: str, by: str, now: float | None = None) -> Alert | None:
-        """Ack a firing alert (stops repeats and escalation); None if no such firing alert."""
+    def acknowledge(
+        self, fingerprint: str, by: str, comment: str | None = None, now: float | None = None
+    ) -> AckResult | None:
+        """Ack a firing alert (stops repeats and escalation); None if no such firing alert. Acking
+        an episode again changes nothing and says who acked it first."""
         with self._lock:
             alert = self.evaluator.find(fingerprint)
             if alert is None or alert.state is not AlertState.FIRING:
                 return None
+            earlier = self.pipeline.acknowledged_by(alert)
+            if earlier is not None:
+                return AckResult(alert, earlier, True)
             self.pipeline.acknowledge(alert, by)
             now = self.clock() if now is None else now
             self.history.record_ack(Acknowledgement(fingerprint, by, now, alert.fired_at))
-            return alert
+        log_ack(self._log, alert.alertname, alert.severity, alert.labels, fingerprint, by=by, comment=comment)
+        return AckResult(alert, by, False)
 
     def alerts(self, state: str | None = None) -> dict[str, Any]:
         """The ``GET /api/alerts`` body (§9); ``state`` is pending, firing or resolved."""
@@ -175,13 +191,18 @@ class AlertEngine:
             for a in alerts
         ]
 
-    def oncall(self, now: float | None = None) -> dict[str, Any]:
-        return oncall_report(self.setup.schedules, self.clock() if now is None else now)
+    def oncall(self, at: float | None = None) -> dict[str, Any]:
+        """The ``GET /api/oncall`` body at ``at`` (default now), with why each person is on call."""
+        return oncall_report(self.setup.schedules, self.clock() if at is None else at)
 
     def agents(self, now: float | None = None) -> dict[str, Any]:
         return agent_statuses(
             self.data, self.clock() if now is None else now, self.setup.alerting.heartbeat.after_s
         )
+
+    def _record_delivery(self, attempt: DeliveryAttempt) -> None:
+        self.history.record_delivery(attempt)
+        log_attempt(self._log, attempt)
 
     def replay(
         self, since: float, until: float, step: float | None = None, data: AlertData | None = None

@@ -18,9 +18,11 @@ from typing import Any, Final
 
 from reach_collector.alerting.config import AlertingSetup, Route, Targets
 from reach_collector.alerting.delivery import Backoff, Delivery, DeliveryAttempt, Record, RetryQueue
+from reach_collector.alerting.events import log_escalation
+from reach_collector.alerting.links import AlertLinks
 from reach_collector.alerting.rotation import on_call
 from reach_collector.alerting.state import Alert, AlertState
-from reach_collector.alerting.webhook import Sender, generator_url, webhook_payload
+from reach_collector.alerting.webhook import Sender, webhook_payload
 
 __all__ = ["INHIBIT_RULES", "NotificationPipeline", "inhibited"]
 
@@ -75,14 +77,14 @@ class NotificationPipeline:
         external_url: str = "http://127.0.0.1:4318",
         backoff: Backoff | None = None,
         paging: bool = True,
-        generator_paths: dict[str, str] | None = None,
+        links: AlertLinks | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         self.setup = setup
         self.queue = RetryQueue(sender, record or (lambda attempt: None), backoff)
         self.external_url = external_url.rstrip("/")
         self.paging = paging
-        self._generators = generator_paths or {}
+        self.links = links or AlertLinks(self.external_url)
         self._log = logger or log
         self._episodes: dict[str, _Episode] = {}
 
@@ -154,7 +156,12 @@ class NotificationPipeline:
             if after is not None and now - ep.step_at >= after:
                 ep.step += 1
                 ep.step_at, ep.last_sent = now, now
-                self._notify(alert, self._targets(route, ep.step), "escalation", ep, now)
+                targets = self._targets(route, ep.step)
+                log_escalation(
+                    self._log, alert.alertname, alert.severity, alert.labels, alert.fingerprint,
+                    policy=policy.name, step=ep.step + 1, steps=len(policy.steps), targets=_describe(targets),
+                )  # fmt: skip
+                self._notify(alert, targets, "escalation", ep, now)
                 return
         repeat = self.setup.alerting.repeat_s
         if alert.severity == "P0" and repeat > 0 and now - ep.last_sent >= repeat:
@@ -193,8 +200,9 @@ class NotificationPipeline:
             alert,
             receiver=user,
             external_url=self.external_url,
-            generator=self._generator(alert),
+            generator=self.links.generator(alert),
             recipient=recipient,
+            links=self.links.annotations(alert),
         )
         self.queue.submit(self._delivery(alert, kind, contact.webhook, body, user, now), now)
 
@@ -229,13 +237,20 @@ class NotificationPipeline:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _generator(self, alert: Alert) -> str:
-        return generator_url(self.external_url, self._generators.get(alert.alertname, "/api/alerts"))
-
     def _delivery(
         self, alert: Alert, kind: str, url: str, body: Mapping[str, Any], who: str, now: float
     ) -> Delivery:
-        return Delivery(kind, url, body, alert.fingerprint, alert.alertname, who, created_at=now)
+        agent = alert.labels.get("agent", "")
+        return Delivery(kind, url, body, alert.fingerprint, alert.alertname, who, created_at=now, agent=agent)
 
     def _undeliverable(self, alert: Alert, who: str, kind: str, now: float, error: str) -> None:
         self.queue.undeliverable(self._delivery(alert, kind, "", {}, who, now), now, error)
+
+
+def _describe(targets: Targets | None) -> str:
+    if targets is None:
+        return "nobody"
+    parts = [f"schedule {targets.schedule}"] if targets.schedule else []
+    if targets.users:
+        parts.append("users " + ", ".join(targets.users))
+    return "; ".join(parts)

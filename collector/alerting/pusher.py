@@ -6,11 +6,12 @@ the next resend is the retry, exactly like Prometheus's notifier.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from reach_collector.alerting.delivery import DeliveryAttempt, Record
+from reach_collector.alerting.links import AlertLinks
 from reach_collector.alerting.state import Alert, AlertState
-from reach_collector.alerting.webhook import Sender, generator_url, v2_alert
+from reach_collector.alerting.webhook import Sender, v2_alert
 
 __all__ = ["AlertmanagerPusher"]
 
@@ -24,15 +25,14 @@ class AlertmanagerPusher:
         interval_s: float,
         resend_delay_s: float = 60.0,
         external_url: str = "http://127.0.0.1:4318",
-        generator_paths: Mapping[str, str] | None = None,
+        links: AlertLinks | None = None,
         record: Record | None = None,
     ) -> None:
         self.url = alertmanager_url.rstrip("/") + "/api/v2/alerts"
         self._sender = sender
         self._resend = resend_delay_s
         self._valid_for = 4 * max(resend_delay_s, interval_s)  # Prometheus: 4 × max(resend, interval)
-        self._external = external_url.rstrip("/")
-        self._generators = dict(generator_paths or {})
+        self._links = links or AlertLinks(external_url)
         self._record = record or (lambda attempt: None)
         self._sent: dict[tuple[str, AlertState, float | None], float] = {}
         self._attempts = 0
@@ -54,7 +54,8 @@ class AlertmanagerPusher:
                 a,
                 now=now,
                 valid_for_s=self._valid_for,
-                generator=generator_url(self._external, self._generators.get(a.alertname, "/api/alerts")),
+                generator=self._links.generator(a),
+                links=self._links.annotations(a),
             )
             for _, a in due
         ]

@@ -1,4 +1,5 @@
-"""On-call rotation: who is on call at an instant, the next hand-off, and the ``/api/oncall`` body.
+"""On-call rotation: who is on call at an instant and why, the next hand-off, and the
+``/api/oncall`` body.
 
 A layer's start and hand-offs are wall-clock times in the schedule's IANA zone, so a weekly
 Monday 09:00 hand-off stays at 09:00 local across a DST change (the week it spans is an hour
@@ -19,7 +20,18 @@ from zoneinfo import ZoneInfo
 
 from reach_collector.alerting.state import iso
 
-__all__ = ["Layer", "Override", "Schedule", "next_handoff", "on_call", "oncall_report"]
+__all__ = [
+    "OVERRIDE",
+    "Layer",
+    "Override",
+    "Schedule",
+    "next_handoff",
+    "on_call",
+    "on_call_why",
+    "oncall_report",
+]
+
+OVERRIDE = "override"  # the reason when an override, not a layer, puts someone on call
 
 _HANDOFF_SEARCH = 512  # change points examined when looking for the next real hand-off
 
@@ -85,17 +97,23 @@ def _turn(layer: Layer, t: float, zone: str) -> int | None:
     return k
 
 
-def on_call(schedule: Schedule, t: float) -> str | None:
-    """Who is on call at ``t`` (unix seconds), or None when nothing covers ``t``."""
+def on_call_why(schedule: Schedule, t: float) -> tuple[str | None, str | None]:
+    """Who is on call at ``t`` (unix seconds) and why: ``override``, or the name of the layer whose
+    turn it is; ``(None, None)`` when nothing covers ``t``."""
     zone = schedule.time_zone
     for override in reversed(schedule.overrides):
         if _instant(override.start, zone) <= t < _instant(override.end, zone):
-            return override.user
+            return override.user, OVERRIDE
     for layer in reversed(schedule.layers):
         k = _turn(layer, t, zone)
         if k is not None:
-            return layer.members[k % len(layer.members)]
-    return None
+            return layer.members[k % len(layer.members)], layer.name
+    return None, None
+
+
+def on_call(schedule: Schedule, t: float) -> str | None:
+    """Who is on call at ``t`` (unix seconds), or None when nothing covers ``t``."""
+    return on_call_why(schedule, t)[0]
 
 
 def _change_points(schedule: Schedule, t: float) -> Iterable[float]:
@@ -125,19 +143,23 @@ def next_handoff(schedule: Schedule, t: float) -> tuple[float, str | None] | Non
     return None
 
 
-def oncall_report(schedules: Mapping[str, Schedule], now: float) -> dict[str, Any]:
-    """The ``GET /api/oncall`` body (§9): per schedule, who is on call now and the next hand-off."""
+def oncall_report(schedules: Mapping[str, Schedule], at: float) -> dict[str, Any]:
+    """The ``GET /api/oncall`` body (§9) at ``at`` (now, or a previewed instant): per schedule, who
+    is on call then (``now``), why (``reason``: the layer's name or ``override``), and the next
+    hand-off after it."""
     out = []
     for name in sorted(schedules):
         schedule = schedules[name]
-        nxt = next_handoff(schedule, now)
+        who, reason = on_call_why(schedule, at)
+        nxt = next_handoff(schedule, at)
         out.append(
             {
                 "schedule": name,
                 "time_zone": schedule.time_zone,
-                "now": on_call(schedule, now),
+                "now": who,
+                "reason": reason,
                 "next": nxt[1] if nxt else None,
                 "next_handoff": iso(nxt[0]) if nxt else None,
             }
         )
-    return {"schedules": out}
+    return {"at": iso(at), "schedules": out}

@@ -1,5 +1,7 @@
 """The alert rules: P0 success rate, P1 p99 latency, P2 heartbeat lost, and the optional SLO
-burn-rate rule. Each is a pure query ``samples(now, data)`` returning the agents that breach.
+burn-rate rule. Each is a pure query ``samples(now, data)`` returning the agents that breach, and
+says where its data shows: ``generator_path`` (over the rule's window) and ``trace_search`` (the
+failing traces of one alert, linked from its pages).
 
 A window with fewer than ``min_calls`` calls is *no data*: it yields no sample, so it never breaches
 (0/0 never pages) and, like an empty PromQL result, lets a firing alert resolve.
@@ -53,6 +55,10 @@ class Rule(Protocol):
 
     def samples(self, now: float, data: AlertData) -> list[Sample]: ...
 
+    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
+        """``/api/traces`` query parameters for this alert's failing traces (None: no such search)."""
+        ...
+
 
 def _labels(agent: str, service: str | None) -> dict[str, str]:
     return {"agent": agent, "service": service or ""}
@@ -69,6 +75,20 @@ def _enough(stats: AgentWindowStats, min_calls: int) -> bool:
     return stats.calls >= max(min_calls, 1)
 
 
+def _golden(window_s: float) -> str:
+    return f"/api/metrics/golden?window={_fmt_window(window_s)}&by=agent"
+
+
+def _since(active_at: float, window_s: float) -> str:
+    """From the start of the window that first breached: every failing call of the episode."""
+    return iso(active_at - window_s) or ""
+
+
+def _error_traces(labels: Mapping[str, str], active_at: float, window_s: float) -> dict[str, str] | None:
+    agent = labels.get("agent")
+    return {"agent": agent, "status": "error", "since": _since(active_at, window_s)} if agent else None
+
+
 @dataclass(frozen=True)
 class SuccessRateRule:
     """P0: per agent, (calls − errors) / calls over the trailing window < ``below``."""
@@ -80,7 +100,13 @@ class SuccessRateRule:
     keep_firing_for_s: float = 0.0
     name: str = SUCCESS_RATE
     severity: str = "P0"
-    generator_path: str = "/api/metrics/golden?window=1m&by=agent"
+
+    @property
+    def generator_path(self) -> str:
+        return _golden(self.window_s)
+
+    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
+        return _error_traces(labels, active_at, self.window_s)
 
     def samples(self, now: float, data: AlertData) -> list[Sample]:
         out = []
@@ -118,7 +144,18 @@ class LatencyRule:
     keep_firing_for_s: float = 0.0
     name: str = LATENCY
     severity: str = "P1"
-    generator_path: str = "/api/metrics/golden?window=1m&by=agent"
+
+    @property
+    def generator_path(self) -> str:
+        return _golden(self.window_s)
+
+    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
+        """A latency alert's failing traces are the slow ones: above the limit the rule compares."""
+        agent = labels.get("agent")
+        if not agent:
+            return None
+        limit = self.factor * self.thresholds.get(agent, self.default_threshold_ms)
+        return {"agent": agent, "min_duration_ms": f"{limit:g}", "since": _since(active_at, self.window_s)}
 
     def samples(self, now: float, data: AlertData) -> list[Sample]:
         out = []
@@ -145,7 +182,8 @@ class LatencyRule:
 
 @dataclass(frozen=True)
 class HeartbeatLostRule:
-    """P2: ``now − last heartbeat > after``; heartbeats resuming resolves it."""
+    """P2: ``now − last heartbeat > after``; heartbeats resuming resolves it. An agent whose last
+    heartbeat said ``stopped`` (a clean exit) is not lost: it never fires."""
 
     after_s: float = 60.0
     for_s: float = 0.0
@@ -154,11 +192,14 @@ class HeartbeatLostRule:
     severity: str = "P2"
     generator_path: str = "/api/agents"
 
+    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
+        return None  # silence has no failing traces
+
     def samples(self, now: float, data: AlertData) -> list[Sample]:
         out = []
         for agent, beat in sorted(data.heartbeats(now).items()):
             age = now - beat.last_seen
-            if age > self.after_s:
+            if age > self.after_s and not beat.stopped:
                 out.append(
                     Sample(
                         _labels(agent, beat.service),
@@ -187,7 +228,18 @@ class BurnRateRule:
     severity: str = "P1"
     for_s: float = 0.0
     keep_firing_for_s: float = 0.0
-    generator_path: str = "/api/metrics/golden?window=1h&by=agent"
+
+    @property
+    def window_s(self) -> float:
+        """The fastest pair's long window (1h in the workbook's table): what a page links to."""
+        return min((w.long_s for w in self.windows), default=3600.0)
+
+    @property
+    def generator_path(self) -> str:
+        return _golden(self.window_s)
+
+    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
+        return _error_traces(labels, active_at, self.window_s)
 
     def samples(self, now: float, data: AlertData) -> list[Sample]:
         budget = 1.0 - self.objective
@@ -256,12 +308,13 @@ def _burn(c: BurnRateRuleConfig) -> BurnRateRule:
 
 
 def agent_statuses(data: AlertData, now: float, after_s: float = 60.0) -> dict[str, Any]:
-    """The ``GET /api/agents`` body (§9): live, or lost after ``after_s`` without a heartbeat."""
+    """The ``GET /api/agents`` body (§9): live, lost after ``after_s`` without a heartbeat, or
+    stopped (deregistered by a clean exit, until its next heartbeat)."""
     agents = [
         {
             "agent_id": agent,
             "last_heartbeat": iso(beat.last_seen),
-            "status": "lost" if now - beat.last_seen > after_s else "live",
+            "status": "stopped" if beat.stopped else "lost" if now - beat.last_seen > after_s else "live",
             "service": beat.service,
         }
         for agent, beat in sorted(data.heartbeats(now).items())

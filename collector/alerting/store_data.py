@@ -2,7 +2,8 @@
 any ``now`` (live or replayed), through the metric queries that own the SQL.
 
 Heartbeats come from OTLP ``heartbeat`` spans and, when given, from the ``POST /api/heartbeats``
-history (``api_heartbeats``); an agent's last heartbeat is the later of the two.
+history (``api_heartbeats``); an agent's last heartbeat is the later of the two, so a beat after a
+clean exit's ``stopped`` makes the agent live again.
 """
 
 from __future__ import annotations
@@ -54,6 +55,6 @@ class StoreAlertData:
         if self._api is not None:
             for agent, beat in self._api(now_ns, self._lookback).items():
                 known = beats.get(agent)
-                if known is None or beat.last_seen > known.last_seen:
+                if known is None or beat.last_seen >= known.last_seen:  # a stop at that instant wins
                     beats[agent] = beat
         return beats

@@ -20,7 +20,6 @@ __all__ = [
     "HttpSender",
     "SendOutcome",
     "Sender",
-    "generator_url",
     "v2_alert",
     "webhook_payload",
 ]
@@ -76,19 +75,19 @@ class HttpSender:
             self._client.close()
 
 
-def generator_url(external_url: str, path: str) -> str:
-    return external_url.rstrip("/") + path
-
-
 def _status(alert: Alert) -> str:
     return "resolved" if alert.state is AlertState.RESOLVED else "firing"
 
 
-def _v4_alert(alert: Alert, generator: str) -> dict[str, Any]:
+def _annotations(alert: Alert, links: Mapping[str, str] | None) -> dict[str, str]:
+    return {**alert.annotations, **(links or {})}
+
+
+def _v4_alert(alert: Alert, generator: str, links: Mapping[str, str] | None) -> dict[str, Any]:
     return {
         "status": _status(alert),
         "labels": dict(alert.labels),
-        "annotations": dict(alert.annotations),
+        "annotations": _annotations(alert, links),
         "startsAt": iso(alert.fired_at if alert.fired_at is not None else alert.active_at),
         "endsAt": iso(alert.resolved_at) if alert.state is AlertState.RESOLVED else ZERO_TIME,
         "generatorURL": generator,
@@ -103,8 +102,10 @@ def webhook_payload(
     external_url: str,
     generator: str,
     recipient: Mapping[str, Any],
+    links: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Alertmanager webhook JSON version 4 for one alert (grouped by all its labels) + recipient."""
+    """Alertmanager webhook JSON version 4 for one alert (grouped by all its labels) + recipient;
+    ``links`` (traces, ack URL) are added to its annotations."""
     labels = dict(alert.labels)
     group = ", ".join(f'{k}="{labels[k]}"' for k in sorted(labels))
     return {
@@ -115,20 +116,27 @@ def webhook_payload(
         "receiver": receiver,
         "groupLabels": labels,
         "commonLabels": labels,
-        "commonAnnotations": dict(alert.annotations),
+        "commonAnnotations": _annotations(alert, links),
         "externalURL": external_url,
-        "alerts": [_v4_alert(alert, generator)],
+        "alerts": [_v4_alert(alert, generator, links)],
         "recipient": dict(recipient),
     }
 
 
-def v2_alert(alert: Alert, *, now: float, valid_for_s: float, generator: str) -> dict[str, Any]:
+def v2_alert(
+    alert: Alert,
+    *,
+    now: float,
+    valid_for_s: float,
+    generator: str,
+    links: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """One element of Alertmanager's ``POST /api/v2/alerts`` body, as Prometheus sends it:
     a firing alert ends ``valid_for_s`` from now unless re-sent; a resolved one at its resolution."""
     ends = alert.resolved_at if alert.state is AlertState.RESOLVED else now + valid_for_s
     return {
         "labels": dict(alert.labels),
-        "annotations": dict(alert.annotations),
+        "annotations": _annotations(alert, links),
         "startsAt": iso(alert.fired_at if alert.fired_at is not None else alert.active_at),
         "endsAt": iso(ends),
         "generatorURL": generator,

@@ -1,5 +1,8 @@
 """`GET /api/alerts`, `POST /api/alerts/{fingerprint}/ack`, `POST /api/alerts/replay` and
-`GET /api/alerts/deliveries`: the live engine's alerts joined with the history kept in DuckDB."""
+`GET /api/alerts/deliveries`: the live engine's alerts joined with the history kept in DuckDB.
+
+An ack takes an empty body (a plain ``curl -X POST`` of the page's ack URL) or ``{"by", "comment"}``;
+acking an episode again answers 200 with ``already_acknowledged: true``."""
 
 from __future__ import annotations
 
@@ -12,12 +15,26 @@ from reach_collector.api._body import json_object
 from reach_collector.store.alert_history import DuckDBHistory
 from starlette.concurrency import run_in_threadpool
 
-__all__ = ["ALERTS", "DELIVERIES", "REPLAY", "alerts_router"]
+__all__ = ["ALERTS", "ANONYMOUS", "DELIVERIES", "REPLAY", "alerts_router", "parse_ack"]
 
 ALERTS: Final = "/api/alerts"
 REPLAY: Final = "/api/alerts/replay"
 DELIVERIES: Final = "/api/alerts/deliveries"
 ACK: Final = "/api/alerts/{fingerprint}/ack"
+ANONYMOUS: Final = "anonymous"  # who acked, when the request does not say
+_MAX_BY: Final = 256
+_MAX_COMMENT: Final = 2048
+
+
+def parse_ack(body: dict[str, Any]) -> tuple[str, str | None]:
+    """``{"by"?, "comment"?}`` → (by, comment); ValueError says which field is wrong."""
+    by = body.get("by", ANONYMOUS)
+    if not isinstance(by, str) or not by.strip() or len(by) > _MAX_BY:
+        raise ValueError(f"by: expected who acknowledges, a non-empty string of ≤ {_MAX_BY} characters")
+    comment = body.get("comment")
+    if comment is not None and (not isinstance(comment, str) or len(comment) > _MAX_COMMENT):
+        raise ValueError(f"comment: expected a string of ≤ {_MAX_COMMENT} characters")
+    return by.strip(), (comment.strip() or None) if comment is not None else None
 
 
 def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> APIRouter:
@@ -40,14 +57,20 @@ def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> 
 
     @router.post(ACK)
     async def ack(fingerprint: str, request: Request) -> dict[str, Any]:
-        body = await json_object(request)
-        by = body.get("by")
-        if not isinstance(by, str) or not by.strip() or len(by) > 256:
-            raise HTTPException(400, "by: expected the name of who acknowledges (a non-empty string)")
-        alert = engine.acknowledge(fingerprint, by.strip())
-        if alert is None:
+        try:
+            by, comment = parse_ack(await json_object(request, optional=True))
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+        done = engine.acknowledge(fingerprint, by, comment)
+        if done is None:
             raise HTTPException(404, "no firing alert with that fingerprint")
-        return {"fingerprint": fingerprint, "acknowledged_by": by.strip(), "alert": alert.to_dict(by)}
+        return {
+            "fingerprint": fingerprint,
+            "acknowledged_by": done.acknowledged_by,
+            "already_acknowledged": done.already,
+            "comment": None if done.already else comment,
+            "alert": done.alert.to_dict(done.acknowledged_by),
+        }
 
     @router.post(REPLAY)
     async def post_replay(request: Request) -> dict[str, Any]:
@@ -67,8 +90,10 @@ def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> 
 
     @router.get(DELIVERIES)
     def get_deliveries(
-        fingerprint: str | None = None, limit: int = Query(1000, ge=1, le=10_000)
+        fingerprint: str | None = None, failed: bool = False, limit: int = Query(1000, ge=1, le=10_000)
     ) -> dict[str, Any]:
-        return {"deliveries": history.deliveries(fingerprint, limit) if history is not None else []}
+        """Delivery attempts, oldest first: the last ``limit`` (of one alert; only failed ones)."""
+        found = history.deliveries(fingerprint, limit, failed=failed) if history is not None else []
+        return {"deliveries": found}
 
     return router

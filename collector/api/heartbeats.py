@@ -1,12 +1,13 @@
-"""`POST /api/heartbeats` (ingest scope) and `GET /api/agents`: agents saying they are alive, and
-who is live or lost. Beats are stored through the writer thread, so a 202 means committed."""
+"""`POST /api/heartbeats` (ingest scope) and `GET /api/agents`: agents saying they are alive (or,
+with ``status: "stopped"``, that they exited cleanly), and who is live, lost or stopped. Beats are
+stored through the writer thread, so a 202 means committed."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -16,7 +17,15 @@ from reach_collector.exposition import Exposition
 from reach_collector.ingest.writer import Writer, WriterClosed
 from reach_collector.store.base import TraceStore
 
-__all__ = ["AGENTS", "HEARTBEATS", "heartbeats_router", "parse_heartbeat"]
+__all__ = [
+    "AGENTS",
+    "HEARTBEATS",
+    "LIVE",
+    "STOPPED",
+    "ParsedHeartbeat",
+    "heartbeats_router",
+    "parse_heartbeat",
+]
 
 HEARTBEATS: Final = "/api/heartbeats"
 AGENTS: Final = "/api/agents"
@@ -24,6 +33,8 @@ AGENTS: Final = "/api/agents"
 _MAX_ID: Final = 256
 _MAX_URL: Final = 2048
 _MAX_CAPABILITIES: Final = 100
+LIVE: Final = "live"
+STOPPED: Final = "stopped"  # a clean exit deregisters: no heartbeat is expected until the next one
 
 
 def _text(body: dict[str, Any], key: str, limit: int, required: bool = False) -> str | None:
@@ -37,9 +48,17 @@ def _text(body: dict[str, Any], key: str, limit: int, required: bool = False) ->
     return value
 
 
-def parse_heartbeat(body: dict[str, Any]) -> tuple[str, str | None, str | None, str | None]:
-    """``{agent_id, endpoint?, capabilities?, service?}`` → (agent_id, service, endpoint,
-    capabilities as JSON); ValueError says which field is wrong."""
+class ParsedHeartbeat(NamedTuple):
+    agent_id: str
+    service: str | None
+    endpoint: str | None
+    capabilities: str | None  # JSON
+    status: str  # live | stopped
+
+
+def parse_heartbeat(body: dict[str, Any]) -> ParsedHeartbeat:
+    """``{agent_id, endpoint?, capabilities?, service?, status?}`` → a ``ParsedHeartbeat``;
+    ValueError says which field is wrong."""
     agent_id = _text(body, "agent_id", _MAX_ID, required=True)
     assert agent_id is not None
     service = _text(body, "service", _MAX_ID)
@@ -53,7 +72,10 @@ def parse_heartbeat(body: dict[str, Any]) -> tuple[str, str | None, str | None, 
                 f"capabilities: every entry must be a non-empty string of ≤ {_MAX_ID} characters"
             )
     caps = json.dumps(capabilities) if capabilities is not None else None
-    return agent_id, service, endpoint, caps
+    status = body.get("status", LIVE)
+    if status not in (LIVE, STOPPED):
+        raise ValueError(f"status: expected {LIVE!r} or {STOPPED!r} (a clean exit), got {status!r:.60}")
+    return ParsedHeartbeat(agent_id, service, endpoint, caps, status)
 
 
 def heartbeats_router(
@@ -69,18 +91,27 @@ def heartbeats_router(
     async def post_heartbeat(request: Request) -> JSONResponse:
         body = await json_object(request)
         try:
-            agent_id, service, endpoint, caps = parse_heartbeat(body)
+            beat = parse_heartbeat(body)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         now = clock()
-        row = (agent_id, int(now * 1_000_000_000), service, endpoint, caps)
+        row = (
+            beat.agent_id,
+            int(now * 1_000_000_000),
+            beat.service,
+            beat.endpoint,
+            beat.capabilities,
+            beat.status,
+        )
         try:
             future = writer.call(lambda _: store.append("heartbeats", [row]))
         except WriterClosed:
             raise HTTPException(503, "the collector is shutting down", {"Retry-After": "1"}) from None
         await asyncio.wrap_future(future)
-        exposition.record_heartbeat(agent_id, now)
-        return JSONResponse({"agent_id": agent_id, "accepted": True}, status_code=202)
+        exposition.record_heartbeat(beat.agent_id, now, stopped=beat.status == STOPPED)
+        return JSONResponse(
+            {"agent_id": beat.agent_id, "accepted": True, "status": beat.status}, status_code=202
+        )
 
     @router.get(AGENTS)
     def get_agents() -> dict[str, Any]:

@@ -1,11 +1,13 @@
-"""`GET /api/oncall`: who is on call now in each schedule, who is next, and when they take over."""
+"""`GET /api/oncall[?at=ISO]`: who is on call in each schedule — now, or at a previewed instant —
+why (the layer or an override), who is next and when they take over."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from reach_collector.alerting.engine import AlertEngine
+from reach_collector.api.timeparse import parse_time_ns
 
 __all__ = ["ONCALL", "oncall_router"]
 
@@ -16,7 +18,13 @@ def oncall_router(engine: AlertEngine) -> APIRouter:
     router = APIRouter(tags=["oncall"])
 
     @router.get(ONCALL)
-    def get_oncall() -> dict[str, Any]:
-        return engine.oncall()
+    def get_oncall(at: str | None = None) -> dict[str, Any]:
+        if at is None or not at.strip():
+            return engine.oncall()
+        try:
+            instant = parse_time_ns(at, engine.clock()) / 1e9
+        except ValueError as exc:
+            raise HTTPException(400, f"at: {exc}") from None
+        return engine.oncall(instant)
 
     return router

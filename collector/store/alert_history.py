@@ -154,17 +154,38 @@ class DuckDBHistory:
         }
         return alerts, acks
 
-    def deliveries(self, fingerprint: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
-        """Delivery attempts, oldest first (optionally of one alert)."""
-        where, params = ("WHERE fingerprint = ?", [fingerprint]) if fingerprint else ("", [])
+    def deliveries(
+        self, fingerprint: str | None = None, limit: int = 1000, *, failed: bool = False
+    ) -> list[dict[str, Any]]:
+        """The last ``limit`` delivery attempts, oldest first (optionally of one alert, or only the
+        failed ones)."""
+        conditions, params = [], []
+        if fingerprint:
+            conditions.append("fingerprint = ?")
+            params.append(fingerprint)
+        if failed:
+            conditions.append("NOT ok")
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        # The agent comes from the alert's labels (a delivery row names only the fingerprint).
         rows = self._store.query(
-            f"SELECT time_ns, kind, fingerprint, alertname, recipient, url, attempt, ok, retryable, "
-            f"error FROM alert_deliveries {where} ORDER BY time_ns, delivery_id, attempt LIMIT ?",
+            "SELECT d.*, a.agent FROM (SELECT time_ns, kind, fingerprint, alertname, recipient, url, "
+            f"attempt, ok, retryable, error, next_retry_at_ns, delivery_id FROM alert_deliveries {where} "
+            "ORDER BY time_ns DESC, delivery_id DESC, attempt DESC LIMIT ?) d "
+            "LEFT JOIN (SELECT fingerprint, arg_max(json_extract_string(labels, '$.agent'), time_ns) "
+            "AS agent FROM alert_transitions GROUP BY fingerprint) a USING (fingerprint) "
+            "ORDER BY d.time_ns, d.delivery_id, d.attempt",
             [*params, limit],
         )
         keys = ("time", "kind", "fingerprint", "alertname", "recipient", "url", "attempt", "ok")
         return [
-            {**dict(zip(keys, (iso(_s(r[0])), *r[1:8]), strict=True)), "retryable": r[8], "error": r[9]}
+            {
+                **dict(zip(keys, (iso(_s(r[0])), *r[1:8]), strict=True)),
+                "retryable": r[8],
+                "error": r[9],
+                "next_retry_at": iso(_s(r[10])),
+                "delivery_id": r[11],
+                "agent": r[12],
+            }
             for r in rows
         ]
 

@@ -47,6 +47,15 @@ class TraceFilter:
     limit: int = 20
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    """DuckDB ran out of memory (its buffer pool is capped by ``memory_limit``). A COMMIT that
+    fails so raises a TransactionException that only its message tells apart."""
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, duckdb.Error) and ("out of memory" in text or "failed to pin block" in text)
+
+
 class DuckDBStore:
     """Spans and the trace lookup table in one DuckDB database (a file, or ``:memory:``)."""
 
@@ -104,8 +113,13 @@ class DuckDBStore:
             con.execute("INSERT INTO spans SELECT * FROM reach_batch")
             con.execute("INSERT INTO trace_parts SELECT * FROM reach_parts")
             con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as exc:
+            # A failed COMMIT has already ended the transaction: its ROLLBACK fails, and must not
+            # hide why the write failed.
+            with contextlib.suppress(duckdb.TransactionException):
+                con.execute("ROLLBACK")
+            if _out_of_memory(exc):
+                raise MemoryError(f"the store could not hold {table.num_rows} span rows: {exc}") from exc
             raise
         self._parts_rows += parts.num_rows
 
@@ -184,17 +198,21 @@ class DuckDBStore:
 
     # --- reading (any thread) -------------------------------------------------------------------
     def last_api_heartbeats(self, now_ns: int, lookback_s: float) -> dict[str, Heartbeat]:
-        """Agent id → its last ``POST /api/heartbeats`` in ``(now − lookback, now]``."""
+        """Agent id → its last ``POST /api/heartbeats`` in ``(now − lookback, now]`` (stopped when
+        that last one said so)."""
         rows = (
             self._cursor()
             .execute(
-                "SELECT agent_id, max(time_ns), arg_max(service, time_ns) FROM heartbeats "
-                "WHERE time_ns > ? AND time_ns <= ? GROUP BY agent_id",
+                "SELECT agent_id, max(time_ns), arg_max(service, time_ns), "
+                "arg_max(coalesce(status, 'live'), time_ns) "
+                "FROM heartbeats WHERE time_ns > ? AND time_ns <= ? GROUP BY agent_id",
                 [now_ns - int(lookback_s * 1_000_000_000), now_ns],
             )
             .fetchall()
         )
-        return {agent: Heartbeat(int(t) / 1e9, service) for agent, t, service in rows}
+        return {
+            agent: Heartbeat(int(t) / 1e9, service, status == "stopped") for agent, t, service, status in rows
+        }
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)

@@ -100,7 +100,8 @@ PARTS_ARROW_SCHEMA: Final = pa.schema(
 # per transition, delivery attempt and acknowledgement). Times are unix nanoseconds.
 AUX_TABLES: Final = {
     "heartbeats": (
-        "agent_id VARCHAR, time_ns BIGINT, service VARCHAR, endpoint VARCHAR, capabilities VARCHAR"
+        "agent_id VARCHAR, time_ns BIGINT, service VARCHAR, endpoint VARCHAR, capabilities VARCHAR, "
+        "status VARCHAR"  # NULL or 'live'; 'stopped' when the agent deregistered on a clean exit
     ),
     "alert_transitions": (
         "time_ns BIGINT, alertname VARCHAR, severity VARCHAR, fingerprint VARCHAR, labels VARCHAR, "
@@ -124,6 +125,8 @@ DDL: Final = (
     f"CREATE TABLE IF NOT EXISTS trace_parts (\n    trace_id VARCHAR,\n    {_TRACE_COLS}\n)",
     "CREATE TABLE IF NOT EXISTS reach_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
     *(f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n)" for name, cols in AUX_TABLES.items()),
+    # Files written before heartbeats had a status.
+    "ALTER TABLE heartbeats ADD COLUMN IF NOT EXISTS status VARCHAR",
 )
 
 # Per-trace aggregates of a span table, in SQL (the decoder computes the same rows while it

@@ -83,15 +83,17 @@ def test_oncall_and_agents_bodies() -> None:
     }
     eng = AlertEngine(load_alerting(doc), failing_between(0, 0), sender=RecordingSender(), clock=lambda: T0)
     assert eng.oncall() == {
+        "at": "2026-01-05T08:00:00Z",
         "schedules": [
             {
                 "schedule": "primary",
                 "time_zone": "UTC",
                 "now": "a",
+                "reason": "layer0",
                 "next": "b",
                 "next_handoff": "2026-01-06T00:00:00Z",
             }
-        ]
+        ],
     }
     assert eng.agents() == {"agents": []}
 

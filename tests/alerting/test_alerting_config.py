@@ -50,7 +50,9 @@ def test_defaults_are_the_spec_defaults() -> None:
     assert (hb.for_s, hb.after_s) == (0, 60)
     assert setup.time_zone == "UTC"
     assert dict(setup.routing) == {"P2": Route(action="deregister", page=False)}
-    assert "routing.P0: no route; P0 alerts page nobody" in setup.warnings
+    assert setup.warnings == ()  # no config at all: nothing to warn about
+    given = load_alerting({}, source="reach.yaml")
+    assert "routing.P0: no route; P0 alerts page nobody" in given.warnings
 
 
 def test_full_example_round_trips() -> None:

@@ -168,7 +168,10 @@ def test_p0_pages_on_call_retries_repeats_escalates_until_ack_and_inhibits_p1(tm
             ack = c.post(f"/api/alerts/{fp}/ack", {"by": "alice"})
             assert ack.status_code == 200, ack.text
             assert c.post("/api/alerts/0000000000000000/ack", {"by": "alice"}).status_code == 404
-            assert c.post(f"/api/alerts/{fp}/ack", {}).status_code == 400
+            again = c.post(f"/api/alerts/{fp}/ack", {})
+            assert again.status_code == 200 and again.json()["already_acknowledged"] is True
+            assert again.json()["acknowledged_by"] == "alice"
+            assert c.post(f"/api/alerts/{fp}/ack", {"by": 7}).status_code == 400
             sent = (len(alice.received), len(mgr.received))
             time.sleep(2.5)  # longer than `repeat`: nothing more after the ack
             assert (len(alice.received), len(mgr.received)) == sent

@@ -162,15 +162,17 @@ schedules:
     assert on_call(s, utc("2026-01-31T16:00:00")) == "dave"  # 2026-02-01 00:00 in Shanghai
     body = oncall_report(setup.schedules, utc("2026-01-06T00:00:00"))
     assert body == {
+        "at": "2026-01-06T00:00:00Z",
         "schedules": [
             {
                 "schedule": "primary",
                 "time_zone": "Asia/Shanghai",
                 "now": "alice",
+                "reason": "weekly",
                 "next": "bob",
                 "next_handoff": "2026-01-12T01:00:00Z",
             }
-        ]
+        ],
     }
 
 

@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
+# What one request may cost in span rows (ingest.cost); every row carries its resource and scope.
+DEFAULT_MAX_ROW_BYTES: Final = 64 * 1024 * 1024
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
@@ -55,6 +57,7 @@ class Settings:
     port: int = 4318
     grpc_port: int = 4317
     max_body_bytes: int = DEFAULT_MAX_BODY
+    max_row_bytes: int = DEFAULT_MAX_ROW_BYTES
     decode_workers: int = -1  # worker processes for decoding; -1 = one per CPU, 0 = in-process
     db: str = DEFAULT_DB
     retention_s: float = 7 * 86400.0
@@ -167,7 +170,9 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
             raise ConfigError(f"{name}: unknown key (expected one of {', '.join(sorted(_TOP_LEVEL))})")
     values: dict[str, Any] = {"source": source}
     server = _mapping(doc.get("server"), "server")
-    _only(server, "server", {"host", "port", "grpc_port", "max_body_bytes", "decode_workers"})
+    _only(
+        server, "server", {"host", "port", "grpc_port", "max_body_bytes", "max_row_bytes", "decode_workers"}
+    )
     if "decode_workers" in server:
         values["decode_workers"] = _int(server["decode_workers"], "server.decode_workers", -1, 64)
     if "host" in server:
@@ -178,6 +183,8 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
         values["grpc_port"] = _int(server["grpc_port"], "server.grpc_port", 0, 65535)
     if "max_body_bytes" in server:
         values["max_body_bytes"] = _int(server["max_body_bytes"], "server.max_body_bytes", 1024, 2**31)
+    if "max_row_bytes" in server:
+        values["max_row_bytes"] = _int(server["max_row_bytes"], "server.max_row_bytes", 1024, 2**40)
     storage = _mapping(doc.get("storage"), "storage")
     _only(storage, "storage", {"db", "retention", "memory_limit", "threads"})
     if "db" in storage:

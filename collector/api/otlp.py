@@ -9,6 +9,7 @@ from typing import Final
 
 from fastapi import APIRouter, Request, Response
 from google.rpc import status_pb2
+from reach_collector.ingest.cost import out_of_memory
 from reach_collector.ingest.decode import (
     JSON,
     PROTOBUF,
@@ -23,7 +24,10 @@ from reach_collector.ingest.writer import QueueFull, WriterClosed
 log = logging.getLogger(__name__)
 
 TRACES_PATH: Final = "/v1/traces"
-# HTTP status → google.rpc code, for the Status body OTLP asks for on failures.
+# HTTP status → google.rpc code, for the Status body OTLP asks for on failures. OTLP exporters
+# retry only 429, 502, 503 and 504 and "MUST NOT" retry any other 4xx or 5xx (nor a 413): OTLP
+# specification, OTLP/HTTP "Retryable Response Codes". A request that can never be stored (too
+# large, malformed) therefore gets a 4xx here, and only a passing condition a 429/503.
 _RPC_CODES: Final = {400: 3, 413: 3, 415: 3, 429: 8, 503: 14}
 
 router = APIRouter()
@@ -84,6 +88,12 @@ async def export_traces(request: Request) -> Response:
     if future is not None:
         try:
             await asyncio.wrap_future(future)
+        except MemoryError:
+            # The store could not hold this request's rows (the exception names it): retrying the
+            # same body would fail the same way, so it is a 413, not a 503.
+            ingest.stats.requests_rejected += 1
+            log.warning("ingest commit ran out of memory for a request of %d spans", batch.accepted)
+            return error_response(413, media, str(out_of_memory("storing")))
         except Exception as exc:
             log.warning("ingest commit failed: %s", exc)
             return error_response(503, media, "could not store the spans; retry", retry_after=2)

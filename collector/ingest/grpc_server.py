@@ -1,6 +1,10 @@
 """OTLP/gRPC ingest (`TraceService/Export`, default port 4317), sharing the HTTP path's service.
 
-Same validation, partial success and durability; backpressure answers RESOURCE_EXHAUSTED.
+Same validation, partial success and durability; backpressure answers RESOURCE_EXHAUSTED. A
+request that can never be stored (malformed, or over ``server.max_row_bytes``) answers
+INVALID_ARGUMENT: the OTLP specification's OTLP/gRPC failure table makes it not retryable, where
+UNAVAILABLE (and RESOURCE_EXHAUSTED, which the Python exporter retries regardless of RetryInfo)
+would have the exporter send the same body again forever.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from reach_collector.api.auth import check
+from reach_collector.ingest.cost import out_of_memory
 from reach_collector.ingest.decode import BodyError
 from reach_collector.ingest.service import DecoderUnavailable, IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
@@ -61,6 +66,9 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         if future is not None:
             try:
                 future.result(timeout=_COMMIT_TIMEOUT_S)
+            except MemoryError:  # this request's rows do not fit: retrying it fails the same way
+                log.warning("gRPC ingest commit ran out of memory for %d spans", batch.accepted)
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(out_of_memory("storing")))
             except Exception as exc:
                 log.warning("gRPC ingest commit failed: %s", exc)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "could not store the spans; retry")

@@ -13,8 +13,8 @@ from typing import Final
 
 import pyarrow as pa
 from reach_collector.ingest.batch_stats import BatchStats
+from reach_collector.ingest.cost import flatten_within, out_of_memory
 from reach_collector.ingest.decode import PROTOBUF, decompress
-from reach_collector.ingest.fast import flatten_body
 from reach_collector.ingest.rows import SpanBatch
 
 _WARMUP: Final = b""
@@ -30,13 +30,19 @@ def _ipc(table: pa.Table) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-def decode_to_ipc(body: bytes, media: str, encoding: str | None, max_bytes: int) -> Payload:
+def decode_to_ipc(
+    body: bytes, media: str, encoding: str | None, max_bytes: int, max_row_bytes: int
+) -> Payload:
     """In a worker: body → (span rows and trace parts as Arrow IPC streams, rejected,
-    reasons, exposition stats).
+    reasons, exposition stats); a request whose rows would cost more than ``max_row_bytes`` is
+    refused here, before they are built (``cost.RowBudgetExceeded``).
 
     Raises the same ``BodyError`` subclasses as the inline path (they pickle by message)."""
-    batch = flatten_body(decompress(body, encoding, max_bytes), media)
-    return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.reasons, batch.stats
+    try:
+        batch = flatten_within(decompress(body, encoding, max_bytes), media, max_row_bytes)
+        return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.reasons, batch.stats
+    except MemoryError as exc:  # this request is too large to hold: a 413, not a broken worker
+        raise out_of_memory("decoding") from exc
 
 
 def from_ipc(payload: Payload) -> SpanBatch:
@@ -92,6 +98,6 @@ def start_pool(workers: int) -> ProcessPoolExecutor:
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
     )
     # Start every worker now, so the first requests do not pay for interpreter start-up.
-    for future in [pool.submit(decode_to_ipc, _WARMUP, PROTOBUF, None, 1) for _ in range(workers)]:
+    for future in [pool.submit(decode_to_ipc, _WARMUP, PROTOBUF, None, 1, 1) for _ in range(workers)]:
         future.result()
     return pool

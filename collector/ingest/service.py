@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest import fast
+from reach_collector.ingest import cost, fast
 from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
@@ -44,10 +44,14 @@ class IngestService:
         *,
         workers: int | None = None,
         split_min_bytes: int = 32 << 10,
+        max_row_bytes: int = cost.DEFAULT_MAX_ROW_BYTES,
     ) -> None:
         self.writer = writer
         self._on_received = on_received  # (spans received, of which rejected), per request
         self.max_body_bytes = max_body_bytes
+        # The bound on what one request may cost in span rows (see ``ingest.cost``), checked on
+        # every path before any row is built.
+        self.max_row_bytes = max_row_bytes
         self.pool = pool
         self.stats = IngestStats()
         # Request bytes read but not yet decoded (touched only on the event loop thread).
@@ -67,7 +71,8 @@ class IngestService:
         one, else in a thread (the reference path). Raises ``BodyError``.
 
         In the pool, a large request that arrives while workers are idle is split between them
-        (see ``ingest.split``): one exporter alone then gets every decoder, not one."""
+        (see ``ingest.split``): one exporter alone then gets every decoder, not one. Every path
+        refuses a request over ``max_row_bytes`` (``cost.RowBudgetExceeded``) before building rows."""
         if media == PROTOBUF and fast.enabled():
             self.writer.decoding(1)  # the writer lingers for these rows to share a commit
             try:
@@ -79,14 +84,20 @@ class IngestService:
         if self.pool is None:
             return await asyncio.to_thread(self.decode_http, body, media, encoding)
         loop = asyncio.get_running_loop()
-        pieces = self._pieces(body, media, encoding)
+        pieces = await self._pieces(body, media, encoding)
         self.writer.decoding(1)
         self._decoding += len(pieces)
         try:
             payloads = await asyncio.gather(
                 *(
                     loop.run_in_executor(
-                        self.pool, decode_to_ipc, piece, media, encoding, self.max_body_bytes
+                        self.pool,
+                        decode_to_ipc,
+                        piece,
+                        media,
+                        encoding,
+                        self.max_body_bytes,
+                        self.max_row_bytes,
                     )
                     for piece in pieces
                 )
@@ -95,6 +106,8 @@ class IngestService:
             raise
         except BrokenProcessPool as exc:
             raise DecoderUnavailable("the decoder pool is down") from exc
+        except MemoryError as exc:  # this request is too large to hold, not the collector broken
+            raise cost.out_of_memory("decoding") from exc
         except Exception as exc:
             log.warning("could not decode an OTLP request in a worker: %r", exc)
             raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
@@ -103,35 +116,64 @@ class IngestService:
             self.writer.decoding(-1)
         return self._count(merge_batches([from_ipc(p) for p in payloads]))
 
-    def _pieces(self, body: bytes, media: str, encoding: str | None) -> list[bytes]:
+    async def _pieces(self, body: bytes, media: str, encoding: str | None) -> list[bytes]:
         idle = self.workers - self._decoding
         plain = media == PROTOBUF and (encoding or "identity").strip().lower() == "identity"
         if idle > 1 and plain and self.split_min_bytes <= len(body) <= self.max_body_bytes:
-            pieces = split_request(body, idle)
+            # Both walks are over the whole body: off the event loop.
+            pieces = await asyncio.to_thread(self._split, body, idle)
             if pieces:
                 self.stats.requests_split += 1
                 return pieces
         return [body]
 
+    def _split(self, body: bytes, parts: int) -> list[bytes] | None:
+        # Each piece would be checked alone in its worker, under the limit though the request is
+        # over it: the request's cost is checked here, whole, before any piece is decoded.
+        measured = cost.wire_cost(body)
+        if measured is None:  # malformed framing: decoded whole, where the decoder says why
+            return None
+        cost.check(measured, self.max_row_bytes)
+        return split_request(body, parts)
+
     def _decode_fast(self, body: bytes, encoding: str | None) -> SpanBatch | None:
-        batch = fast.flatten_protobuf(decompress(body, encoding, self.max_body_bytes))
+        raw = decompress(body, encoding, self.max_body_bytes)
+        measured = cost.wire_cost(raw)
+        if measured is None:  # malformed framing: the reference decoder says what is wrong
+            return None
+        cost.check(measured, self.max_row_bytes)
+        try:
+            batch = fast.flatten_protobuf(raw)
+        except MemoryError as exc:
+            raise cost.out_of_memory("decoding") from exc
         return None if batch is None else self._count(batch)
 
     def decode_pooled(self, request: ExportTraceServiceRequest) -> SpanBatch:
         """For gRPC (already parsed): the compiled path when it takes the request, else flatten in
-        the pool when there is one, blocking the caller."""
-        if fast.enabled():
-            batch = fast.flatten_protobuf(request.SerializeToString())
+        the pool when there is one, blocking the caller. Over ``max_row_bytes`` it raises
+        ``cost.RowBudgetExceeded``, measured on the parsed request before anything else."""
+        raw = request.SerializeToString() if fast.enabled() or self.pool is not None else None
+        cost.check(
+            cost.message_cost(request, len(raw) if raw is not None else request.ByteSize()),
+            self.max_row_bytes,
+        )
+        if raw is not None and fast.enabled():
+            batch = fast.flatten_protobuf(raw)
             if batch is not None:
                 return self._count(batch)
-        if self.pool is None:
+        if self.pool is None or raw is None:
             return self.flatten(request)
         try:
-            payload = self.pool.submit(
-                decode_to_ipc, request.SerializeToString(), PROTOBUF, None, 2**31
-            ).result()
+            payload = self.pool.submit(decode_to_ipc, raw, PROTOBUF, None, 2**31, self.max_row_bytes).result()
+        except BodyError:
+            raise
         except BrokenProcessPool as exc:
             raise DecoderUnavailable("the decoder pool is down") from exc
+        except MemoryError as exc:
+            raise cost.out_of_memory("decoding") from exc
+        except Exception as exc:
+            log.warning("could not decode an OTLP/gRPC request in a worker: %r", exc)
+            raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
         return self._count(from_ipc(payload))
 
     def _count(self, batch: SpanBatch) -> SpanBatch:
@@ -145,7 +187,7 @@ class IngestService:
     def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Body bytes → rows; raises a ``BodyError`` subclass for a 4xx."""
         raw = decompress(body, encoding, self.max_body_bytes)
-        return self._rows(fast.flatten_body, raw, media)
+        return self._rows(cost.flatten_within, raw, media, self.max_row_bytes)
 
     def flatten(self, request: ExportTraceServiceRequest) -> SpanBatch:
         return self._rows(flatten, request)
@@ -155,6 +197,8 @@ class IngestService:
             batch = make(*args)
         except BodyError:
             raise
+        except MemoryError as exc:  # too large to hold: a 413 for this request, never a retry
+            raise cost.out_of_memory("decoding") from exc
         except Exception as exc:
             # Hostile input must get a 4xx, never a 5xx; log it so a bug still shows.
             log.warning("could not flatten an OTLP request", exc_info=True)

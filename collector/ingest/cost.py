@@ -1,0 +1,193 @@
+"""The cost bound on one ingest request (``server.max_row_bytes``), checked before any row is built.
+
+Every stored span row carries its resource and its scope whole, so a small body whose many spans
+share one large resource expands into rows thousands of times its size (a 24 KB gzip body of
+tiny spans under a 600 KB resource is 4 GB of rows). The cost of a request is defined as
+
+    cost = len(decompressed body) + Σ over ResourceSpans Σ over its ScopeSpans
+           (number of spans) × (R + S)
+
+with R the encoded (protobuf) size of that ResourceSpans' ``resource`` and S that of the
+ScopeSpans' ``scope``. It is counted per group, not per span, from the wire framing (the compiled
+pre-pass ``fast.request_cost``, or ``framing_cost`` here) or from a parsed message
+(``message_cost``, which takes ``ByteSize()``). An OTLP JSON body is measured on its parsed
+message: the length of its JSON text, plus R and S as the resource and scope would be encoded in
+protobuf. Over the limit the request is refused whole with a 413 (gRPC: INVALID_ARGUMENT), which
+OTLP exporters do not retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, NamedTuple
+
+from reach_collector.config import DEFAULT_MAX_ROW_BYTES
+from reach_collector.ingest import fast
+from reach_collector.ingest.decode import BodyTooLarge, parse_for_rows
+from reach_collector.ingest.rows import SpanBatch, flatten
+
+__all__ = [
+    "DEFAULT_MAX_ROW_BYTES",
+    "Cost",
+    "RowBudgetExceeded",
+    "check",
+    "flatten_within",
+    "framing_cost",
+    "message_cost",
+    "out_of_memory",
+    "wire_cost",
+]
+
+_LEN, _VARINT, _I64, _I32 = 2, 0, 1, 5  # protobuf wire types
+_RESOURCE_SPANS: Final = 1  # ExportTraceServiceRequest.resource_spans
+_HEADER: Final = 1  # ResourceSpans.resource and ScopeSpans.scope
+_CHILD: Final = 2  # ResourceSpans.scope_spans and ScopeSpans.spans
+
+
+class RowBudgetExceeded(BodyTooLarge):
+    """The request's span rows would exceed ``server.max_row_bytes`` (413, never retried).
+
+    Built from its message alone, so it pickles back from a decoder process like the others."""
+
+
+class Cost(NamedTuple):
+    bytes: int
+    spans: int | None  # None when the compiled pre-pass measured it (it counts bytes only)
+
+
+def message_cost(request: Any, body_bytes: int) -> Cost:
+    """The cost of a parsed request (an official ``ExportTraceServiceRequest`` or a
+    ``wire.WireRequest``) whose decompressed body is ``body_bytes`` long."""
+    total, spans = body_bytes, 0
+    for rs in request.resource_spans:
+        resource = rs.resource.ByteSize()
+        for ss in rs.scope_spans:
+            n = len(ss.spans)
+            spans += n
+            total += n * (resource + ss.scope.ByteSize())
+    return Cost(total, spans)
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise _Malformed
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _walk(buf: bytes, start: int, end: int) -> tuple[int, list[tuple[int, int]]]:
+    """The message ``buf[start:end]`` → (payload bytes of its field 1, the (start, end) of each
+    payload of its field 2): a resource or scope header and the child records, from the framing."""
+    header = 0
+    children: list[tuple[int, int]] = []
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        field, wire = key >> 3, key & 7
+        payload = pos
+        if wire == _LEN:
+            size, payload = _varint(buf, pos)
+            pos = payload + size
+        elif wire == _VARINT:
+            _, pos = _varint(buf, pos)
+        elif wire == _I64:
+            pos += 8
+        elif wire == _I32:
+            pos += 4
+        else:
+            raise _Malformed
+        if pos > end or field == 0:
+            raise _Malformed
+        if wire == _LEN and field == _HEADER:
+            header += pos - payload
+        elif wire == _LEN and field == _CHILD:
+            children.append((payload, pos))
+    return header, children
+
+
+def framing_cost(raw: bytes) -> Cost | None:
+    """The cost of a protobuf body read from its framing alone (no span is parsed); None when the
+    framing is not what OTLP describes (the decoder then says what is wrong)."""
+    total, spans = len(raw), 0
+    try:
+        pos, end = 0, len(raw)
+        resources: list[tuple[int, int]] = []
+        while pos < end:  # the request's own fields: only resource_spans (1) is a message
+            key, pos = _varint(raw, pos)
+            field, wire = key >> 3, key & 7
+            if wire != _LEN:
+                raise _Malformed
+            size, pos = _varint(raw, pos)
+            if pos + size > end or field == 0:
+                raise _Malformed
+            if field == _RESOURCE_SPANS:
+                resources.append((pos, pos + size))
+            pos += size
+        for r_start, r_end in resources:
+            resource, scopes = _walk(raw, r_start, r_end)
+            for s_start, s_end in scopes:
+                scope, records = _walk(raw, s_start, s_end)
+                spans += len(records)
+                total += len(records) * (resource + scope)
+    except _Malformed:
+        return None
+    return Cost(total, spans)
+
+
+def wire_cost(raw: bytes) -> Cost | None:
+    """The cost of a protobuf body without parsing it: the compiled pre-pass when it is on, else
+    the same walk in Python. None for a body whose framing is malformed."""
+    compiled = getattr(fast, "request_cost", None)
+    if compiled is not None and fast.enabled():
+        measured = compiled(raw)
+        return None if measured is None else Cost(int(measured), None)
+    return framing_cost(raw)
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" or value == int(value) else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def check(cost: Cost, limit: int) -> None:
+    """Raise ``RowBudgetExceeded`` when ``cost`` is over ``limit`` bytes."""
+    if cost.bytes <= limit:
+        return
+    spans = f"each of its {cost.spans:,} spans" if cost.spans is not None else "each of its spans"
+    raise RowBudgetExceeded(
+        f"the request would store {_size(cost.bytes)} of span rows ({cost.bytes} bytes: its resource "
+        f"and scope are copied into {spans}), over server.max_row_bytes = {_size(limit)}; "
+        "send fewer spans per request or a smaller resource"
+    )
+
+
+def out_of_memory(stage: str) -> BodyTooLarge:
+    """The 413 for a request the collector could not hold in memory while ``stage`` (decoding,
+    storing): it is this request that is too large, so exporters must not retry it."""
+    return BodyTooLarge(
+        f"the collector ran out of memory {stage} this request's span rows; "
+        "send fewer spans per request or a smaller resource (see server.max_row_bytes)"
+    )
+
+
+def flatten_within(raw: bytes, media: str, limit: int) -> SpanBatch:
+    """A decompressed body → its rows through the reference decoder (parsed once, for the cost and
+    the rows), refused before any row is built when its cost is over ``limit``. Raises
+    ``BodyError`` subclasses like ``fast.flatten_body``. (The compiled path runs before this, in
+    ``IngestService``; a body that reaches here is one it declined or that it is off for.)"""
+    request = parse_for_rows(raw, media)
+    check(message_cost(request, len(raw)), limit)
+    return flatten(request)

@@ -8,7 +8,10 @@ pure-Python reference (``rows.flatten`` over ``decode.parse_for_rows``), compare
 - ``took-invalid``: the compiled path returned a batch for a body protobuf rejects (it must decline,
   so that the reference answers 400);
 - ``differs``: its batch differs from the reference's (rows, lookup parts, stats, rejected counts);
-- ``raised``: it raised on a body protobuf accepts (it must decline instead; the collector falls back);
+- ``raised``: it failed, or called malformed, a body protobuf accepts (the collector falls back to
+  the reference then, but it must decline such a body or take it);
+- ``cost-raised`` / ``cost-differs``: the compiled cost pre-pass (``fast.request_cost``) failed, or
+  its cost differs from ``cost.framing_cost``'s;
 - ``reference-raised``: the reference raised something else than the errors the collector answers
   400 for (that would be a 500);
 - with ``REACH_FUZZ_CHECK_REFERENCE=1`` also ``reference-took-invalid`` / ``reference-rejected-valid``:
@@ -30,7 +33,7 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -62,12 +65,12 @@ def _load_extension(path: str) -> None:
 
 if os.environ.get(EXTENSION_ENV):
     _load_extension(os.environ[EXTENSION_ENV])
-os.environ.pop("REACH_COLLECTOR_PURE_PYTHON", None)  # the compiled path is what is under test
 
 sys.path[:0] = [str(ROOT / "fuzz"), str(ROOT / "tests" / "collector")]
 from google.protobuf.message import DecodeError  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 from reach_collector.ingest import fast  # noqa: E402
+from reach_collector.ingest.decode import UndecodableBody  # noqa: E402
 from reach_collector.ingest.rows import SpanBatch  # noqa: E402
 from shrink import shrink  # noqa: E402
 from test_fast_path import assert_same_batch, reference  # noqa: E402
@@ -92,21 +95,32 @@ class Finding(AssertionError):
         super().__init__(f"{self.signature}\nbody ({len(body)} bytes): {body.hex()}")
 
 
-class _Failures(logging.Handler):
-    """fast.flatten_protobuf logs, and swallows, an exception of the compiled path: keep it."""
+class _Warnings(logging.Handler):
+    """What ``fast`` logs while it runs: it logs, and swallows, a failure of the compiled code."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.caught: list[BaseException] = []
+        self.problems: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.exc_info and record.exc_info[1] is not None:
-            self.caught.append(record.exc_info[1])
+        error = record.exc_info[1] if record.exc_info else None
+        self.problems.append(f"{type(error).__name__}: {error}" if error else record.getMessage())
 
 
-_failures = _Failures()
-fast.log.addHandler(_failures)
-fast.log.propagate = False  # its traceback is reported as a finding, not printed per input
+def _watched(call: Callable[[bytes], Any], body: bytes) -> tuple[Any, str | None]:
+    """``call(body)``, and the first problem ``fast`` logged meanwhile (None when none); an
+    ``UndecodableBody`` (the compiled path found the body malformed, protobuf agreed) answers None."""
+    if not fast.enabled():
+        raise RuntimeError("the compiled path is off (REACH_COLLECTOR_PURE_PYTHON is set)")
+    watch = _Warnings()
+    fast.log.addHandler(watch)
+    try:
+        result = call(body)
+    except UndecodableBody:
+        result = None
+    finally:
+        fast.log.removeHandler(watch)
+    return result, (watch.problems[0] if watch.problems else None)
 
 
 def _protobuf_accepts(body: bytes) -> bool:
@@ -120,11 +134,9 @@ def _protobuf_accepts(body: bytes) -> bool:
 def judge(body: bytes) -> SpanBatch | None:
     """The compiled path's batch for ``body`` (None when it declines); raises ``Finding``."""
     valid = _protobuf_accepts(body)
-    _failures.caught.clear()
-    got = fast.flatten_protobuf(body)
-    if _failures.caught and valid:
-        error = _failures.caught[0]
-        raise Finding("raised", f"{type(error).__name__}: {error}", body)
+    got, problem = _watched(fast.flatten_protobuf, body)
+    if problem is not None and valid:
+        raise Finding("raised", problem, body)
     if got is not None and not valid:
         raise Finding("took-invalid", "the compiled path took a body protobuf rejects", body)
     try:
@@ -142,7 +154,22 @@ def judge(body: bytes) -> SpanBatch | None:
     if CHECK_REFERENCE and rejected == valid:
         kind, detail = ("reference-rejected-valid", repr(want)) if valid else ("reference-took-invalid", "")
         raise Finding(kind, detail or "the reference took a body protobuf rejects", body)
+    _judge_cost(body)
     return got
+
+
+def _judge_cost(body: bytes) -> None:
+    """The compiled cost pre-pass (where this version has one) against ``cost.framing_cost``."""
+    if not hasattr(fast, "request_cost"):
+        return
+    from reach_collector.ingest import cost
+
+    got, problem = _watched(fast.request_cost, body)
+    if problem is not None:
+        raise Finding("cost-raised", problem, body)
+    want = cost.framing_cost(body)  # a Cost, whose first field is the cost in bytes
+    if got is not None and want is not None and got != want[0]:
+        raise Finding("cost-differs", f"compiled {got}, framing_cost {want[0]}", body)
 
 
 class Recorder:
@@ -206,6 +233,8 @@ def minimize(body: bytes) -> bytes:
 
 
 def main(argv: list[str]) -> None:
+    os.environ.pop("REACH_COLLECTOR_PURE_PYTHON", None)  # the compiled path is what is under test
+    fast.log.propagate = False  # its failures are reported as findings, not logged per input
     if argv[1:2] == ["--replay"]:
         sys.exit(1 if replay(argv[2:]) else 0)
     if argv[1:2] == ["--minimize"] and len(argv) == 4:

@@ -87,6 +87,30 @@ def _odd_wire_shapes() -> dict[str, bytes]:
     }
 
 
+def _many_traces(count: int = 80) -> bytes:
+    """Short spans of ``count`` traces in one request: past the trace-part table's first size."""
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for n in range(count):
+        span = scope.spans.add(trace_id=n.to_bytes(2, "big") * 8, span_id=b"\x01" * 8, name="t")
+        span.start_time_unix_nano, span.end_time_unix_nano = n, n + 1
+    return request.SerializeToString()
+
+
+def _other_instrumentations() -> bytes:
+    """One span per kind the other instrumentations name: OpenLLMetry's request types, OpenInference's
+    kinds in other cases and with non-ASCII letters (which the compiled path leaves to the reference)."""
+    kinds = [(sc.TRACELOOP_REQUEST_TYPE, kind) for kind in ("chat", "completion", "embedding")]
+    kinds += [(sc.OPENINFERENCE_SPAN_KIND, kind) for kind in ("llm", "Agent", "TOOL", "embedding", "ＬＬＭ")]
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for n, (key, kind) in enumerate(kinds):
+        span = scope.spans.add(trace_id=b"\x05" * 16, span_id=bytes([n + 1]) * 8, name=kind)
+        span.start_time_unix_nano, span.end_time_unix_nano = 10, 20
+        _add(span.attributes, {key: kind})
+    return request.SerializeToString()
+
+
 def _generated() -> list[bytes]:
     drawn: list[bytes] = []
 
@@ -115,6 +139,8 @@ def main() -> None:
         "compact": SEEDS[0],
         "realistic-1-trace": SEEDS[1],
         "realistic-2-traces": _realistic_request(traces=2).SerializeToString(),
+        "many-traces": _many_traces(),
+        "other-instrumentations": _other_instrumentations(),
         **_odd_wire_shapes(),
     }
     for body in _generated():

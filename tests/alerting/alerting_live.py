@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from alerting_fakes import free_port
 from reach_collector.app import create_app
 from reach_collector.config import from_mapping
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -65,12 +66,14 @@ class Live:
 
 @contextmanager
 def live_collector(db: Path, doc: dict[str, Any] | None = None, **app_kwargs: Any) -> Iterator[Live]:
-    """A collector over ``db`` with the config document ``doc``; always stopped and closed."""
-    settings = replace(from_mapping(doc or {}, "test.yaml"), db=str(db), retention_s=0)
+    """A collector over ``db`` with the config document ``doc``; always stopped and closed. It
+    listens on the port its settings name, so the links in its pages (externalURL) reach it."""
+    port = free_port()
+    settings = replace(from_mapping(doc or {}, "test.yaml"), db=str(db), retention_s=0, port=port)
     store = DuckDBStore(db)
     try:
         app = create_app(settings, store=store, **app_kwargs)
-        server = ServerThread(app).start()
+        server = ServerThread(app, port).start()
         try:
             yield Live(server.url, app, store)
         finally:

@@ -146,11 +146,11 @@ def _cell(value: Any, width: int) -> str:
 
 def deliveries_text(deliveries: list[dict[str, Any]], width: int = WIDTH) -> str:
     """Delivery attempts as a table of at most ``width`` columns: one line per attempt (time,
-    alert, agent, kind, recipient, attempt, result), and a failure's reason on the line below,
-    wrapped. Times are never cut; long names are shortened with an ellipsis."""
+    alert, agent, kind, recipient, attempt number, delivered or not), and a failure's reason on
+    the lines below, wrapped. Times are never cut; long names are shortened with an ellipsis."""
     if not deliveries:
         return "no delivery attempts"
-    head = ("time", "alert", "agent", "kind", "to", "try", "result")
+    head = ("time", "alert", "agent", "kind", "to", "#", "ok")
     rows = [
         (
             d.get("time") or "",
@@ -159,17 +159,19 @@ def deliveries_text(deliveries: list[dict[str, Any]], width: int = WIDTH) -> str
             d.get("kind") or "",
             d.get("recipient") or "",
             str(d.get("attempt") or ""),
-            "ok" if d.get("ok") else "FAILED",
+            "yes" if d.get("ok") else "NO",
         )
         for d in deliveries
     ]
     widths = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
-    # Shrink the name columns (alert, agent, recipient) until the line fits, widest first.
-    while sum(widths) + 2 * (len(widths) - 1) > width:
-        i = max((1, 2, 4), key=lambda k: widths[k])
-        if widths[i] <= len(head[i]) + 2:
-            break
-        widths[i] -= 1
+    # Shrink the name columns until the line fits: agent and recipient first (to 8), the alert's
+    # name next, then all three down to their headers.
+    for columns, floor in (((2, 4), 8), ((1,), 8), ((1, 2, 4), 0)):
+        while sum(widths) + 2 * (len(widths) - 1) > width:
+            i = max(columns, key=lambda k: widths[k])
+            if widths[i] <= max(floor, len(head[i]) + 1):
+                break
+            widths[i] -= 1
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
     for d, row in zip(deliveries, rows, strict=True):
         lines.append("  ".join(_cell(c, w).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

@@ -1,33 +1,50 @@
 """``reach-otel run -- COMMAND``: run any Python program with reach_otel applied, unmodified.
 
 The program's interpreter imports a bootstrap ``sitecustomize`` (put first on ``PYTHONPATH``)
-that calls ``init()`` and every available instrumentor; ``OTEL_*`` variables and
-``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` apply as usual.
+that calls ``init()`` and every available instrumentor, and prints one line saying what it
+applied; ``OTEL_*`` variables and ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` apply as usual.
+The program's own Python children inherit the environment, so they are instrumented too; a
+``reach-otel run`` among them starts its program afresh (its own service name and start-up line).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import sys
 from pathlib import Path
 
+from reach_otel.auto import ANNOUNCE_ENV
+
 BOOTSTRAP_DIR = Path(__file__).with_name("_bootstrap")
+_DERIVED_ENV = "_REACH_OTEL_RUN_SERVICE"
+
+
+def derived_service_name(command: list[str]) -> str:
+    """``app`` for ``python app.py``, ``pkg.mod`` for ``python -m pkg.mod``, else the program's name."""
+    for flag, value in itertools.pairwise(command):
+        if flag == "-m":
+            return value
+    script = next((c for c in command[1:] if c.endswith(".py")), None)
+    return Path(script).stem if script else Path(command[0]).name
 
 
 def child_env(
     args: argparse.Namespace, command: list[str], base: dict[str, str] | None = None
 ) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
-    paths = [str(BOOTSTRAP_DIR), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    inherited = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(BOOTSTRAP_DIR)]
+    env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *inherited])
     env["REACH_OTEL_AUTO"] = "1"
+    env[ANNOUNCE_ENV] = "1"
+    env.pop("_REACH_OTEL_AUTO_STARTED", None)  # the pid guard of older versions, which exec kept
     if args.service_name:
         env["OTEL_SERVICE_NAME"] = args.service_name
-    elif "OTEL_SERVICE_NAME" not in env:
-        script = next((c for c in command[1:] if c.endswith(".py")), None)
-        env["OTEL_SERVICE_NAME"] = Path(script).stem if script else Path(command[0]).name
+    elif "OTEL_SERVICE_NAME" not in env or env["OTEL_SERVICE_NAME"] == env.get(_DERIVED_ENV):
+        # A name an outer `reach-otel run` derived for its own program is not this program's name.
+        env["OTEL_SERVICE_NAME"] = env[_DERIVED_ENV] = derived_service_name(command)
     if args.endpoint:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = args.endpoint
     if args.capture_content:

@@ -83,11 +83,14 @@ def init(
     resource_attributes: dict[str, Any] | None = None,
     tracer_provider: Any = None,
     exporter: SpanExporter | None = None,
+    instrument: bool | None = None,
 ) -> Any:
     """Set up tracing for this process; returns the TracerProvider spans go to (None if disabled).
 
     Keyword arguments win over the standard ``OTEL_*`` variables, which win over the defaults
     (OTLP over HTTP/protobuf to ``http://127.0.0.1:4318``). Calling it again is harmless.
+    The first call also applies the instrumentors of the installed libraries, each when its
+    library is imported (``instrument=False`` or ``REACH_OTEL_INSTRUMENT=false``: none).
     """
     global _state
     settings = load_settings(
@@ -116,7 +119,22 @@ def init(
             set_handler(TelemetryHandler(settings=settings))
             return None
         atexit.register(shutdown)
-        return _state.provider
+        provider = _state.provider
+    _instrument_libraries(instrument, settings)
+    return provider
+
+
+def _instrument_libraries(wanted: bool | None, settings: Settings) -> None:
+    """The instrumentors ``init()`` applies (outside its lock: applying one imports its library)."""
+    from reach_otel.config import env_bool
+    from reach_otel.instrumentation import auto_instrument
+
+    if settings.disabled or not (env_bool("REACH_OTEL_INSTRUMENT", True) if wanted is None else wanted):
+        return
+    try:
+        auto_instrument()
+    except Exception:  # the application runs regardless
+        logger.warning("reach_otel: init() could not apply the instrumentors", exc_info=True)
 
 
 def _setup(settings: Settings, explicit_provider: Any, exporter: SpanExporter | None) -> _State:

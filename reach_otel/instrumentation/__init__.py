@@ -1,17 +1,24 @@
-"""Auto-instrumentation: one BaseInstrumentor per library, and ``instrument()`` to apply them all.
+"""Auto-instrumentation: one BaseInstrumentor per library; ``instrument()`` applies them, ``init()`` too.
 
-Each instrumentor is also registered under the ``opentelemetry_instrumentor`` entry-point group,
-so ``opentelemetry-instrument`` picks them up; ``reach-otel run`` applies them with ``init()``.
+Each instrumentor is also registered under the ``opentelemetry_instrumentor`` entry-point group, so
+``opentelemetry-instrument`` picks them up; the group's ``reach_*`` entries of this distribution are
+read here as well, so an instrumentor added there is applied by ``init()`` and ``reach-otel run``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import importlib.util
 import os
+import sys
+import types
 from typing import Any
 
-from reach_otel._safety import logger
+import wrapt
+
+from reach_otel._safety import logger, safe
 
 #: name → "module:Class"; the name is what OTEL_PYTHON_DISABLED_INSTRUMENTATIONS lists.
 INSTRUMENTORS: dict[str, str] = {
@@ -24,14 +31,45 @@ INSTRUMENTORS: dict[str, str] = {
     "openai_agents": "reach_otel.instrumentation.openai_agents:OpenAIAgentsInstrumentor",
     "declarative": "reach_otel.instrumentation.declarative:DeclarativeInstrumentor",
 }
-_LIBRARY = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "httpx": "httpx",
-    "requests": "requests",
-    "starlette": "starlette",
-    "openai_agents": "agents",
+#: The modules whose import arms an instrumentor; a name not listed is its library's module name.
+_LIBRARY: dict[str, tuple[str, ...]] = {
+    "httpx": ("httpx", "httpx2"),
+    "openai_agents": ("agents",),
+    "threading": (),  # the standard library: always there
+    "declarative": (),  # the application's own code
 }
+_ENTRY_POINT_GROUP = "opentelemetry_instrumentor"
+_PREFIX = "reach_"
+
+#: Names waiting for their library to be imported (``init()`` applies them then, once).
+_armed: set[str] = set()
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> dict[str, str]:
+    """Every reach_otel instrumentor: the built-in ones and this distribution's ``reach_*`` entry points."""
+    found = dict(INSTRUMENTORS)
+    try:
+        points = importlib.metadata.entry_points(group=_ENTRY_POINT_GROUP)
+    except Exception:  # broken metadata elsewhere must not stop the built-in instrumentors
+        logger.debug("reach_otel: cannot read entry points", exc_info=True)
+        return found
+    for point in points:
+        if point.name.startswith(_PREFIX) and point.value.startswith("reach_otel."):
+            found.setdefault(point.name[len(_PREFIX) :], point.value)
+    return found
+
+
+def libraries(name: str) -> tuple[str, ...]:
+    """The modules an instrumentor patches (empty: nothing to wait for)."""
+    return _LIBRARY.get(name, (name,))
+
+
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _disabled() -> set[str]:
@@ -40,39 +78,84 @@ def _disabled() -> set[str]:
 
 
 def _load(name: str) -> Any:
-    module_name, _, cls_name = INSTRUMENTORS[name].partition(":")
+    module_name, _, cls_name = registry()[name].partition(":")
     return getattr(importlib.import_module(module_name), cls_name)()
 
 
 def available() -> list[str]:
     """Instrumentors whose library is installed here."""
-    return [
-        n for n in INSTRUMENTORS if n not in _LIBRARY or importlib.util.find_spec(_LIBRARY[n]) is not None
-    ]
+    return [n for n in registry() if not libraries(n) or any(_findable(lib) for lib in libraries(n))]
 
 
 def instrument(*names: str, tracer_provider: Any = None, **kwargs: Any) -> list[str]:
     """Apply the named instrumentors (default: every available one not disabled); returns those applied."""
-    unknown = [n for n in names if n not in INSTRUMENTORS]
+    unknown = [n for n in names if n not in registry()]
     if unknown:
-        raise ValueError(f"unknown instrumentation {unknown}; choose from {sorted(INSTRUMENTORS)}")
+        raise ValueError(f"unknown instrumentation {unknown}; choose from {sorted(registry())}")
     chosen = list(names) or [n for n in available() if n not in _disabled()]
     applied = []
     for name in chosen:
+        _armed.discard(name)
         try:
             instrumentor = _load(name)
             if not instrumentor.is_instrumented_by_opentelemetry:
                 instrumentor.instrument(tracer_provider=tracer_provider, **kwargs)
-            applied.append(name)
+            if instrumentor.is_instrumented_by_opentelemetry:  # False when its library's version conflicts
+                applied.append(name)
         except Exception:  # one library failing to patch must not stop the others, nor the app
             logger.warning("reach_otel: could not instrument %s", name, exc_info=True)
     return applied
 
 
+def _declarative_configured() -> bool:
+    from reach_otel.instrumentation.declarative.config import load_config
+
+    config = load_config()
+    return not config.empty() or bool(config.problems)
+
+
+@safe
+def _on_import(name: str, module: types.ModuleType) -> None:
+    try:
+        _armed.remove(name)  # atomic: of two threads importing its libraries, one applies it
+    except KeyError:
+        return
+    instrument(name)
+
+
+def auto_instrument() -> list[str]:
+    """What ``init()`` applies: each available instrumentor not disabled, once, when its library is imported.
+
+    One already imported is applied now; the others the moment the application imports them, so an
+    installed but unused SDK costs no start-up time. The declarative one only when targets are set.
+    Returns the names applied or waiting for their library.
+    """
+    chosen = [
+        n for n in available() if n not in _disabled() and (n != "declarative" or _declarative_configured())
+    ]
+    for name in chosen:
+        modules = libraries(name)
+        if not modules or any(m in sys.modules for m in modules):
+            instrument(name)
+        elif name not in _armed:
+            _armed.add(name)
+            for module in modules:
+                wrapt.register_post_import_hook(functools.partial(_on_import, name), module)
+    return chosen
+
+
+def waiting() -> list[str]:
+    """Instrumentors ``init()`` chose that wait for their library to be imported."""
+    return sorted(_armed)
+
+
 def uninstrument(*names: str) -> list[str]:
-    """Remove the named instrumentors (default: all that are applied)."""
+    """Remove the named instrumentors (default: all that are applied or waiting for their library)."""
     removed = []
-    for name in names or tuple(INSTRUMENTORS):
+    for name in names or tuple(registry()):
+        _armed.discard(name)
+        if registry().get(name, "").partition(":")[0] not in sys.modules:
+            continue  # never imported, so never applied: importing it now would only cost time
         try:
             instrumentor = _load(name)
         except Exception:  # not importable here: nothing to remove
@@ -83,4 +166,12 @@ def uninstrument(*names: str) -> list[str]:
     return removed
 
 
-__all__ = ["INSTRUMENTORS", "available", "instrument", "uninstrument"]
+__all__ = [
+    "INSTRUMENTORS",
+    "auto_instrument",
+    "available",
+    "instrument",
+    "registry",
+    "uninstrument",
+    "waiting",
+]

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,17 @@ def free_port() -> int:
 
 
 class CollectorProcess:
-    def __init__(self, db: Path, *extra: str) -> None:
+    def __init__(self, db: Path, *extra: str, env: Mapping[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.args = [sys.executable, "-m", "reach_collector", "--port", str(self.port), "--grpc-port", "0"]
         self.args += ["--db", str(db), *extra]
         self.proc: subprocess.Popen[str] | None = None
+        self.env = dict(env or {})  # set on top of this process's (whose OTEL_/REACH_ are dropped)
 
     def __enter__(self) -> CollectorProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
+        env.update(self.env)
         self.proc = subprocess.Popen(
             self.args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

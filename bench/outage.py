@@ -1,10 +1,13 @@
-"""Does a slow or dead collector slow the app? Per-call latency of an instrumented app with the
-collector up, down (connection refused), hung (accepts, never answers) and answering 503.
+"""Does a slow or dead collector slow the app? Per-call latency, memory, spans not delivered and exit
+time of an instrumented app with the collector up, down (connection refused), hung (accepts, never
+answers) and answering 503; and a burst of 10 000 spans in one second against a real collector.
 
-    python bench/outage.py [--batches 10]
+    python bench/outage.py [--batches 10] [--burst 10000]
 
-Each case runs the same app in its own process (20 000 spans from 10 000 decorated calls);
-``run_app`` and ``closed_port`` are also used by tests/library/test_collector_outage.py.
+Each case runs the same app in its own process (20 000 spans from 10 000 decorated calls, after a
+warm-up); exit time runs from the app's last call to the end of its process (the bounded flush at
+exit included). ``run_app``, ``run_burst`` and ``closed_port`` are also used by the tests in
+tests/library/.
 """
 
 from __future__ import annotations
@@ -12,19 +15,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
+# The atexit hook is registered before init(), so it runs after reach_otel's own flush at exit.
 APP = textwrap.dedent(
     """
-    import json, resource, statistics, sys, time
+    import atexit, json, resource, statistics, sys, time
     import reach_otel
 
-    reach_otel.init(service_name="outage-app", endpoint=sys.argv[1], shutdown_timeout=1)
+    atexit.register(lambda: print(json.dumps({"dropped": reach_otel.dropped_spans()}), flush=True))
+    reach_otel.init(service_name="outage-app", endpoint=sys.argv[1], shutdown_timeout=float(sys.argv[3]))
 
     @reach_otel.tool(name="lookup")
     def lookup(i):
@@ -52,27 +60,78 @@ APP = textwrap.dedent(
     print(json.dumps({
         "median_us": statistics.median(per_call),
         "errors": errors,
-        "dropped": reach_otel.dropped_spans(),
+        "spans": 2 * 1000 * (int(sys.argv[2]) + 1),
         "rss_growth_kb": rss_after - rss_before,
+        "done_at": time.time(),
     }), flush=True)
     """
 )
 
+# 1 000 turns of 10 spans each (workflow, agent, 8 tool calls), as fast as the app can make them.
+BURST = textwrap.dedent(
+    """
+    import atexit, json, sys, time
+    import reach_otel
 
-def run_app(endpoint: str, batches: int = 10) -> dict[str, float]:
+    atexit.register(lambda: print(json.dumps({"dropped": reach_otel.dropped_spans()}), flush=True))
+    reach_otel.init(service_name="burst-app", endpoint=sys.argv[1])
+
+    @reach_otel.tool(name="lookup")
+    def lookup(i):
+        return i
+
+    @reach_otel.agent(name="Billing")
+    def billing(i):
+        return sum(lookup(i) for _ in range(8))
+
+    @reach_otel.workflow(name="turn")
+    def turn(i):
+        return billing(i)
+
+    start = time.perf_counter()
+    for i in range(int(sys.argv[2]) // 10):
+        turn(i)
+    print(json.dumps({"burst_s": time.perf_counter() - start, "done_at": time.time()}), flush=True)
+    """
+)
+
+
+def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_OTEL_"))}
-    started = time.monotonic()
+    env.update(extra or {})
+    return env
+
+
+def _run(code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> dict[str, Any]:
+    """Run an app; merge the JSON lines it prints; add ``exit_s`` and its stderr lines."""
     out = subprocess.run(
-        [sys.executable, "-c", APP, endpoint, str(batches)],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        env=env,
-        timeout=120,
+        env=_clean_env(env),
+        timeout=timeout,
     )
+    ended = time.time()
     assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["wall_s"] = time.monotonic() - started
+    result: dict[str, Any] = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            result.update(json.loads(line))
+    result["exit_s"] = ended - result.pop("done_at")
+    result["stderr"] = [line for line in out.stderr.splitlines() if line.strip()]
     return result
+
+
+def run_app(
+    endpoint: str, batches: int = 10, shutdown_timeout: float = 5.0, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The app's figures: median_us, errors, spans, dropped, rss_growth_kb, exit_s, stderr."""
+    return _run(APP, endpoint, str(batches), str(shutdown_timeout), env=env)
+
+
+def run_burst(endpoint: str, spans: int = 10_000, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """A burst of ``spans`` spans: burst_s, dropped, exit_s, stderr."""
+    return _run(BURST, endpoint, str(spans), env=env)
 
 
 def closed_port() -> int:
@@ -81,12 +140,23 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def spans_stored(url: str) -> int:
+    """The collector's own count of spans committed to its store (its /metrics)."""
+    import httpx
+
+    text = httpx.get(url + "/metrics", timeout=10).text
+    found = re.search(r"^reach_collector_spans_stored(?:_total)? ([0-9.e+]+)$", text, re.MULTILINE)
+    return int(float(found.group(1))) if found else -1
+
+
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from collector_process import CollectorProcess
     from otlp_sink import OtlpSink
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--burst", type=int, default=10_000)
     args = parser.parse_args()
     rows = []
     with OtlpSink() as up:
@@ -96,12 +166,28 @@ def main() -> None:
         with OtlpSink(mode=mode) as sink:
             rows.append((label, run_app(sink.url, args.batches)))
     base = rows[0][1]["median_us"]
-    print(f"{'case':<24} {'µs/call':>9} {'× up':>6} {'dropped':>8} {'RSS growth MB':>14} {'errors':>7}")
+    print("shutdown timeout 5 s (the default); spans per case:", rows[0][1]["spans"])
+    print(
+        f"{'case':<24} {'µs/call':>8} {'× up':>5} {'not delivered':>14} {'RSS growth MB':>14} "
+        f"{'exit s':>7} {'stderr lines':>13} {'errors':>7}"
+    )
     for label, r in rows:
         print(
-            f"{label:<24} {r['median_us']:>9.1f} {r['median_us'] / base:>6.2f} {r['dropped']:>8} "
-            f"{r['rss_growth_kb'] / 1024:>14.1f} {r['errors']:>7}"
+            f"{label:<24} {r['median_us']:>8.1f} {r['median_us'] / base:>5.2f} {r['dropped']:>14} "
+            f"{r['rss_growth_kb'] / 1024:>14.1f} {r['exit_s']:>7.2f} {len(r['stderr']):>13} {r['errors']:>7}"
         )
+    for label, r in rows:
+        for line in r["stderr"]:
+            print(f"  {label} stderr: {line}")
+    with tempfile.TemporaryDirectory() as tmp, CollectorProcess(Path(tmp) / "burst.duckdb") as collector:
+        burst = run_burst(collector.url, args.burst)
+        time.sleep(0.5)
+        stored = spans_stored(collector.url)
+    print(
+        f"\nburst of {args.burst} spans against a real collector: made in {burst['burst_s']:.2f} s, "
+        f"stored {stored}, lost {args.burst - stored}, dropped_spans() {burst['dropped']}, "
+        f"exit {burst['exit_s']:.2f} s, stderr lines {len(burst['stderr'])}"
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 logger = logging.getLogger("reach_otel")
 
@@ -113,18 +113,38 @@ def _traces_endpoint(base: str) -> str:
     return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
 
 
+def _valid_endpoint(value: str, source: str, default: str) -> str:
+    """``value`` if it is an http(s):// URL with a host; else one log line and ``default``."""
+    try:
+        parts = urlsplit(value.strip())
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        ok = False
+    if ok:
+        return value.strip()
+    logger.warning(
+        "reach_otel: %s=%r is not an http:// or https:// URL with a host; using the default %s",
+        source,
+        value.rsplit("@", 1)[-1],  # never echo credentials written into the URL
+        default,
+    )
+    return default
+
+
 def _resolve_endpoint(explicit: str | None, protocol: Protocol, env: Mapping[str, str]) -> str:
-    if protocol == "grpc":
-        return (
-            explicit
-            or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", DEFAULT_GRPC_ENDPOINT)
-        )
-    if explicit:
-        return _traces_endpoint(explicit)
-    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]  # signal-specific: used as-is
-    return _traces_endpoint(env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_HTTP_ENDPOINT)
+    """The first of: the keyword, the traces variable (used as-is), the generic variable (+ /v1/traces)."""
+    http = protocol == "http/protobuf"
+    default = DEFAULT_HTTP_ENDPOINT + TRACES_PATH if http else DEFAULT_GRPC_ENDPOINT
+    for source, value, as_is in (
+        ("endpoint", explicit, False),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), True),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", env.get("OTEL_EXPORTER_OTLP_ENDPOINT"), False),
+    ):
+        if value:
+            endpoint = _valid_endpoint(value, source, default)
+            return _traces_endpoint(endpoint) if http and not as_is else endpoint
+    return default
 
 
 def _resolve_protocol(explicit: str | None, env: Mapping[str, str]) -> Protocol:

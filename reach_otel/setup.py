@@ -13,28 +13,15 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import ProxyTracerProvider
 
 from reach_otel import semconv as sc
+from reach_otel._export import CountingExporter, ReachBatchSpanProcessor
 from reach_otel._safety import logger
 from reach_otel.config import Settings, load_settings
 from reach_otel.handler import TelemetryHandler, set_handler
-
-
-class ReachBatchSpanProcessor(BatchSpanProcessor):
-    """The SDK's batching processor (bounded queue, export off the hot path) that counts drops."""
-
-    def __init__(self, exporter: SpanExporter, **kwargs: Any) -> None:
-        super().__init__(exporter, **kwargs)
-        self.dropped_spans = 0
-
-    def on_end(self, span: ReadableSpan) -> None:
-        queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
-        if queue is not None and queue.maxlen is not None and len(queue) >= queue.maxlen:
-            self.dropped_spans += 1
-        super().on_end(span)
 
 
 @dataclass
@@ -43,6 +30,7 @@ class _State:
     provider: Any
     processor: SpanProcessor | None
     owns_provider: bool
+    stopped: bool = False
 
 
 _lock = threading.Lock()
@@ -151,7 +139,8 @@ def _setup(settings: Settings, explicit_provider: Any, exporter: SpanExporter | 
         owns = True
     processor: SpanProcessor | None = None
     if hasattr(provider, "add_span_processor"):
-        processor = ReachBatchSpanProcessor(exporter or _make_exporter(settings))
+        counting = CountingExporter(exporter or _make_exporter(settings), settings.endpoint)
+        processor = ReachBatchSpanProcessor(counting)
         provider.add_span_processor(processor)
         where = "a new TracerProvider" if owns else "the application's existing TracerProvider"
         logger.info(
@@ -179,33 +168,46 @@ def _bounded(action: Any, timeout_s: float) -> bool:
             done.set()
 
     threading.Thread(target=run, name="reach-otel-shutdown", daemon=True).start()
-    finished = done.wait(timeout_s)
-    if not finished:
-        logger.warning("reach_otel: span export did not finish within %.1fs; giving up", timeout_s)
-    return finished
+    return done.wait(timeout_s)
 
 
 def flush(timeout: float | None = None) -> bool:
-    """Export what is queued now; returns False when it did not finish within the timeout."""
+    """Export what is queued now; False when it did not finish within the timeout, or the collector
+    refuses connections (then the spans stay queued)."""
     state = _state
-    if state is None or state.processor is None:
+    if state is None or state.processor is None or state.stopped:
         return True
     processor = state.processor
-    return _bounded(processor.force_flush, state.settings.shutdown_timeout_s if timeout is None else timeout)
+    finished = [False]
+
+    def run() -> None:
+        finished[0] = bool(processor.force_flush())
+
+    timeout_s = state.settings.shutdown_timeout_s if timeout is None else timeout
+    if not _bounded(run, timeout_s):
+        logger.debug("reach_otel: flush did not finish within %.1fs", timeout_s)
+        return False
+    return finished[0]
 
 
 def shutdown(timeout: float | None = None) -> bool:
-    """Flush and stop exporting (also run at exit); bounded by ``REACH_OTEL_SHUTDOWN_TIMEOUT``."""
+    """Flush and stop exporting (also run at exit), within ``REACH_OTEL_SHUTDOWN_TIMEOUT`` at most;
+    a collector that refuses connections is not waited for."""
     state = _state
-    if state is None or state.processor is None:
+    if state is None or state.processor is None or state.stopped:
         return True
-    target = state.provider if state.owns_provider else state.processor
-    state.processor = None
-    return _bounded(target.shutdown, state.settings.shutdown_timeout_s if timeout is None else timeout)
+    state.stopped = True
+    processor = state.processor
+    target = state.provider if state.owns_provider else processor
+    timeout_s = state.settings.shutdown_timeout_s if timeout is None else timeout
+    finished = _bounded(target.shutdown, timeout_s)
+    if not finished and isinstance(processor, ReachBatchSpanProcessor):
+        processor.give_up(timeout_s)
+    return finished and not (isinstance(processor, ReachBatchSpanProcessor) and processor.exporter.abandoned)
 
 
 def dropped_spans() -> int:
-    """Spans dropped because the export queue was full (the collector down or slow)."""
+    """Spans that were not delivered: dropped from a full queue or lost in a failed export."""
     state = _state
     processor = state.processor if state is not None else None
-    return processor.dropped_spans if isinstance(processor, ReachBatchSpanProcessor) else 0
+    return processor.dropped if isinstance(processor, ReachBatchSpanProcessor) else 0

@@ -31,11 +31,11 @@ def test_app_keeps_its_latency_and_memory_during_an_outage(outage: str) -> None:
         with OtlpSink(mode=outage) as sink:
             during = run_app(sink.url)
     assert baseline["errors"] == during["errors"] == 0
-    # 20 000 spans against a 2 048-span queue: most are dropped, and counted, instead of kept.
-    assert during["dropped"] > 10_000
+    # Nothing reached a collector: every span is counted as not delivered, dropped instead of kept.
+    assert during["dropped"] == during["spans"] == 22_000
     assert during["rss_growth_kb"] < 64 * 1024
     assert during["median_us"] <= baseline["median_us"] * 1.10, (baseline, during)
-    assert during["wall_s"] < 30  # exit is bounded too (REACH_OTEL_SHUTDOWN_TIMEOUT)
+    assert during["exit_s"] < 8  # exit is bounded too (REACH_OTEL_SHUTDOWN_TIMEOUT, 5 s by default)
 
 
 RECOVERY = textwrap.dedent(

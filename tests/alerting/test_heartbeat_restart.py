@@ -1,0 +1,82 @@
+"""Heartbeats across a clean exit and a collector restart, on subprocess collectors sharing one
+DuckDB file: `status: "stopped"` never fires P2 and takes the agent's series off /metrics until it
+beats again; an agent lost before a restart keeps its heartbeat series after it (so Prometheus's
+P2 does not resolve silently); the route warnings appear only when a config was given."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import httpx
+from alerting_live import wait_for
+from collector_process import CollectorProcess
+
+SERIES = "reach_agent_last_heartbeat_timestamp_seconds"
+CONFIG = """\
+server: {decode_workers: 0}
+alerting:
+  interval: 0.2s
+  rules:
+    ReachAgentHeartbeatLost: {after: 1s}
+"""
+
+
+def _beats(url: str) -> dict[str, float]:
+    text = httpx.get(url + "/metrics", timeout=10).text
+    return {m[1]: float(m[2]) for m in re.finditer(rf'^{SERIES}{{agent="([^"]+)"}} (\S+)$', text, re.M)}
+
+
+def _beat(url: str, agent: str, status: str | None = None) -> None:
+    body = {"agent_id": agent} if status is None else {"agent_id": agent, "status": status}
+    response = httpx.post(url + "/api/heartbeats", json=body, timeout=10)
+    assert response.status_code == 202, response.text
+
+
+def _statuses(c: CollectorProcess) -> dict[str, str]:
+    return {a["agent_id"]: a["status"] for a in c.get("/api/agents")["agents"]}
+
+
+def _firing(c: CollectorProcess) -> list[tuple[str, str]]:
+    return sorted(
+        (a["alertname"], a["labels"]["agent"]) for a in c.get("/api/alerts", state="firing")["alerts"]
+    )
+
+
+def _output(c: CollectorProcess) -> str:
+    assert c.proc is not None and c.proc.stdout is not None
+    return c.proc.stdout.read()
+
+
+def test_stopped_never_fires_and_lost_survives_a_restart(tmp_path: Path) -> None:
+    db, config = tmp_path / "t.duckdb", tmp_path / "reach.yaml"
+    config.write_text(CONFIG)
+
+    with CollectorProcess(db, "--config", str(config)) as c:
+        _beat(c.url, "lost-1")
+        _beat(c.url, "gone-1")
+        _beat(c.url, "gone-1", "stopped")  # a clean exit
+        assert _statuses(c) == {"gone-1": "stopped", "lost-1": "live"}
+        wait_for(lambda: _firing(c))
+        time.sleep(0.6)  # several more evaluations, all past gone-1's `after`
+        assert _firing(c) == [("ReachAgentHeartbeatLost", "lost-1")]
+        assert _statuses(c) == {"gone-1": "stopped", "lost-1": "lost"}
+        before = _beats(c.url)
+        assert set(before) == {"lost-1"}  # a stopped agent has no series for Prometheus's P2
+    first = _output(c)
+    assert len(re.findall(r"alert firing: ReachAgentHeartbeatLost P2 agent=lost-1 ", first)) == 1
+    assert "agent=gone-1" not in first
+    assert "routing.P0: no route" in first  # a config was given, and it has no routes
+
+    with CollectorProcess(db, "--config", str(config)) as c2:
+        assert _beats(c2.url) == before  # from the heartbeat table, before any new beat
+        assert _statuses(c2) == {"gone-1": "stopped", "lost-1": "lost"}
+        assert _firing(c2) == [("ReachAgentHeartbeatLost", "lost-1")]
+        _beat(c2.url, "gone-1")  # back: live again, with a series
+        assert _statuses(c2)["gone-1"] == "live"
+        assert set(_beats(c2.url)) == {"lost-1", "gone-1"}
+
+    with CollectorProcess(db) as c3:  # no config at all
+        assert "lost-1" in _beats(c3.url)
+    assert "no route" not in _output(c3)

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import httpx
-from alerting_live import wait_for
+from alerting_fakes import MIN, T0, FakeClock
+from alerting_live import live_collector, wait_for
 from collector_process import CollectorProcess
 
 SERIES = "reach_agent_last_heartbeat_timestamp_seconds"
@@ -80,3 +81,29 @@ def test_stopped_never_fires_and_lost_survives_a_restart(tmp_path: Path) -> None
     with CollectorProcess(db) as c3:  # no config at all
         assert "lost-1" in _beats(c3.url)
     assert "no route" not in _output(c3)
+
+
+def test_stopped_then_live_again_on_a_fake_clock(tmp_path: Path) -> None:
+    """Stopped: silent for as long as it likes. A later beat makes it live, and silence after
+    that (a crash) is P2 again."""
+    clock = FakeClock(T0)
+    with live_collector(tmp_path / "t.duckdb", alert_loop=False, clock=clock) as c:
+        engine = c.app.state.alerts
+        assert c.post("/api/heartbeats", {"agent_id": "a1"}).status_code == 202
+        clock.advance(10)
+        stop = c.post("/api/heartbeats", {"agent_id": "a1", "status": "stopped"})
+        assert stop.status_code == 202 and stop.json()["status"] == "stopped"
+        for minutes in (2, 10, 60):
+            assert engine.tick(T0 + minutes * MIN) == []
+        assert c.get("/api/agents")["agents"][0]["status"] == "stopped"
+        clock.t = T0 + 60 * MIN
+        assert c.post("/api/heartbeats", {"agent_id": "a1"}).status_code == 202
+        assert c.get("/api/agents")["agents"][0]["status"] == "live"
+        fired = engine.tick(T0 + 62 * MIN)
+        assert [(t.alertname, t.labels["agent"], t.to_state.value) for t in fired][-1] == (
+            "ReachAgentHeartbeatLost",
+            "a1",
+            "firing",
+        )
+        bad = c.post("/api/heartbeats", {"agent_id": "a1", "status": "dead"})
+        assert bad.status_code == 400 and "status" in bad.json()["detail"]

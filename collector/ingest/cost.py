@@ -10,9 +10,10 @@ tiny spans under a 600 KB resource is 4 GB of rows). The cost of a request is de
 with R the encoded (protobuf) size of that ResourceSpans' ``resource`` and S that of the
 ScopeSpans' ``scope``. It is counted per group, not per span, from the wire framing (the compiled
 pre-pass ``fast.request_cost``, or ``framing_cost`` here) or from a parsed message
-(``message_cost``, which takes ``ByteSize()``). An OTLP JSON body is measured on its parsed
-message: the length of its JSON text, plus R and S as the resource and scope would be encoded in
-protobuf. Over the limit the request is refused whole with a 413 (gRPC: INVALID_ARGUMENT), which
+(``message_cost``, which takes ``ByteSize()``). An OTLP JSON body is measured on its JSON
+document, before the spans become a message (``json_cost``): the length of its JSON text, plus R
+and S as that resource and scope are encoded in protobuf, the same as ``message_cost`` of the
+parsed request. Over the limit the request is refused whole with a 413 (gRPC: INVALID_ARGUMENT), which
 OTLP exporters do not retry.
 """
 
@@ -20,9 +21,13 @@ from __future__ import annotations
 
 from typing import Any, Final, NamedTuple
 
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from reach_collector.config import DEFAULT_MAX_ROW_BYTES
 from reach_collector.ingest import fast
-from reach_collector.ingest.decode import BodyTooLarge, parse_for_rows
+from reach_collector.ingest.decode import JSON, BodyTooLarge, _list, json_request, load_json, parse_for_rows
 from reach_collector.ingest.rows import SpanBatch, flatten
 
 __all__ = [
@@ -32,6 +37,7 @@ __all__ = [
     "check",
     "flatten_within",
     "framing_cost",
+    "json_cost",
     "message_cost",
     "out_of_memory",
     "wire_cost",
@@ -65,6 +71,35 @@ def message_cost(request: Any, body_bytes: int) -> Cost:
             spans += n
             total += n * (resource + ss.scope.ByteSize())
     return Cost(total, spans)
+
+
+def json_cost(document: dict[str, Any], body_bytes: int) -> Cost:
+    """The cost of an OTLP JSON document (``decode.load_json``), equal to ``message_cost`` of the
+    request it parses to; only resources and scopes become messages here, one per group, so a
+    request over the limit is refused before its spans are parsed."""
+    total, spans = body_bytes, 0
+    for rs in _list(document, "resourceSpans", "resource_spans"):
+        if not isinstance(rs, dict):
+            continue  # not a message: the parse says so
+        resource = _encoded_size(rs.get("resource"), Resource)
+        for ss in _list(rs, "scopeSpans", "scope_spans"):
+            if not isinstance(ss, dict):
+                continue
+            n = len(_list(ss, "spans"))
+            spans += n
+            total += n * (resource + _encoded_size(ss.get("scope"), InstrumentationScope))
+    return Cost(total, spans)
+
+
+def _encoded_size(value: Any, kind: type[Message]) -> int:
+    if not isinstance(value, dict):
+        return 0
+    message = kind()
+    try:
+        json_format.ParseDict(value, message, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError):
+        return 0  # invalid: the whole request's parse fails and says why, with no row built
+    return message.ByteSize()
 
 
 class _Malformed(Exception):
@@ -188,6 +223,10 @@ def flatten_within(raw: bytes, media: str, limit: int) -> SpanBatch:
     the rows), refused before any row is built when its cost is over ``limit``. Raises
     ``BodyError`` subclasses like ``fast.flatten_body``. (The compiled path runs before this, in
     ``IngestService``; a body that reaches here is one it declined or that it is off for.)"""
+    if media == JSON:
+        document = load_json(raw)
+        check(json_cost(document, len(raw)), limit)
+        return flatten(json_request(document))
     request = parse_for_rows(raw, media)
     check(message_cost(request, len(raw)), limit)
     return flatten(request)

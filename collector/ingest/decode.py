@@ -108,12 +108,22 @@ def parse_for_rows(body: bytes, media: str) -> Any:
 
 
 def parse_json(body: bytes) -> ExportTraceServiceRequest:
+    return json_request(load_json(body))
+
+
+def load_json(body: bytes) -> dict[str, Any]:
+    """An OTLP JSON body's document (a JSON object, not yet a message); raises ``UndecodableBody``."""
     try:
         document = json.loads(body)
     except (ValueError, RecursionError) as exc:
         raise UndecodableBody(f"invalid JSON: {exc}") from exc
     if not isinstance(document, dict):
         raise UndecodableBody("invalid OTLP JSON: the body must be a JSON object")
+    return document
+
+
+def json_request(document: dict[str, Any]) -> ExportTraceServiceRequest:
+    """The request message of a ``load_json`` document (its hex ids are rewritten in place)."""
     _hex_ids_to_base64(document)
     request = ExportTraceServiceRequest()
     try:

@@ -25,8 +25,12 @@ def span_label(span: dict[str, Any]) -> Text:
     error = span["status"]["code"] == "ERROR"
     label = Text()
     label.append(span["name"], style="bold red" if error else "bold")
+    # The collector's normalised view first (other tools' handoffs carry other attributes).
+    shown = span.get("handoff") or {}
+    is_handoff = bool(shown) or span.get("operation") == sc.OP_HANDOFF
+    is_handoff = is_handoff or attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_HANDOFF
     agent = attrs.get(sc.GEN_AI_AGENT_NAME) or attrs.get(sc.REACH_AGENT_NAME) or span.get("agent")
-    if agent and attrs.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_HANDOFF:
+    if agent and not is_handoff:
         label.append(f"  [{agent}]", style="cyan")
     label.append(f"  {_duration(float(span['duration_ms']))}", style="dim")
     if error:
@@ -38,12 +42,21 @@ def span_label(span: dict[str, Any]) -> Text:
     tokens_out = attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
     if tokens_in is not None or tokens_out is not None:
         label.append(f"  tokens {tokens_in or 0}→{tokens_out or 0}", style="magenta")
-    if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_HANDOFF or attrs.get(sc.REACH_HANDOFF_TARGET):
-        source = attrs.get(sc.REACH_HANDOFF_SOURCE) or attrs.get(sc.GEN_AI_AGENT_NAME) or "?"
-        target = attrs.get(sc.REACH_HANDOFF_TARGET) or attrs.get(sc.GEN_AI_TRANSFER_TARGET_NAME) or "?"
+    if is_handoff or attrs.get(sc.REACH_HANDOFF_TARGET):
+        source = (
+            shown.get("source")
+            or attrs.get(sc.REACH_HANDOFF_SOURCE)
+            or attrs.get(sc.GEN_AI_AGENT_NAME)
+            or "?"
+        )
+        target = (
+            shown.get("target")
+            or attrs.get(sc.REACH_HANDOFF_TARGET)
+            or attrs.get(sc.GEN_AI_TRANSFER_TARGET_NAME)
+            or "?"
+        )
         # The one outcome the API and /metrics count (views.handoff_json); a span without it (an
         # older collector's answer) shows its recorded status.
-        shown = span.get("handoff") or {}
         status = shown.get("status") or attrs.get(sc.REACH_HANDOFF_STATUS, "")
         hop = attrs.get(sc.REACH_HOP_COUNT)
         label.append(f"  ⇢ handoff {source} → {target}", style="yellow")

@@ -4,17 +4,19 @@
  * ids as hex, attributes, events, links, resource and scope as JSON, and the promoted columns
  * (normalize.promote, the same rules). It handles the shapes exporters send; anything else —
  * malformed, a nested or bytes attribute value, a duplicate key, a repeated singular message,
- * invalid UTF-8, a group — makes it answer None, and the caller decodes the request with the
+ * a non-ASCII kind — makes it answer None, and the caller decodes the request with the
  * pure-Python path, which is the reference and decides what is wrong with it. So a request gives
- * the same rows either way (the equivalence tests check this value by value).
+ * the same rows either way (the equivalence tests check this value by value). It reads the wire
+ * by protobuf's own rules (see rd_varint), so it never takes a body protobuf rejects.
  *
  * It also folds the rows into the trace lookup parts and the exposition's stats (rows._add_to_part
  * and BatchStats.add, the same rules), so no Python runs per span.
  *
  * configure(keys, ops, kinds, texts, llm_ops, buckets) is called once with the strings it matches
  * against and the duration buckets (from reach_otel.semconv and batch_stats, so they live in one
- * place); flatten(body) then returns None or (rows, columns, folds, rejected, reason codes) — see
- * fast.py for the shapes.
+ * place); flatten(body) then returns None, False (malformed where the reference does not look:
+ * the scope attributes), or (rows, columns, folds, rejected, reason codes) — see fast.py for the
+ * shapes. cost(body) is the request's cost from a walk of tags and lengths (see tally).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,10 +34,11 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-static int buf_reserve(Buf *b, size_t need) {
-    if (b->len + need <= b->cap) return 0;
+/* Every buffer touched gets storage (the test is strict: a buffer keeps a spare byte), so no
+ * NULL pointer is ever offset or copied from. */
+static int buf_grow(Buf *b, size_t need) {
     size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->len + need) cap *= 2;
+    while (cap <= b->len + need) cap *= 2;
     char *p = realloc(b->p, cap);
     if (!p) return -1;
     b->p = p;
@@ -43,7 +46,10 @@ static int buf_reserve(Buf *b, size_t need) {
     return 0;
 }
 
+static inline int buf_reserve(Buf *b, size_t need) { return b->len + need < b->cap ? 0 : buf_grow(b, need); }
+
 static inline int buf_put(Buf *b, const void *s, size_t n) {
+    if (n == 0) return 0; /* s may be NULL then: memcpy(dst, NULL, 0) is undefined */
     if (buf_reserve(b, n)) return -1;
     memcpy(b->p + b->len, s, n);
     b->len += n;
@@ -60,7 +66,10 @@ static inline int buf_ch(Buf *b, char c) {
 
 /* ---------------------------------------------------------------- errors */
 
-enum { OK = 0, FALLBACK = 1, NOMEM = 2 };
+/* FALLBACK: a shape it leaves to the reference (which also rejects every malformed body it is
+ * given); CHECK: malformed where the reference does not look (InstrumentationScope.attributes),
+ * so the caller asks protobuf's own parser. */
+enum { OK = 0, FALLBACK = 1, NOMEM = 2, CHECK = 3 };
 #define TRY(x)                      \
     do {                            \
         int _rc = (x);              \
@@ -77,13 +86,25 @@ typedef struct {
     const uint8_t *p, *end;
 } Rd;
 
+/* Where an empty field points before it is read: never NULL, so lengths are differences of
+ * pointers into one object. */
+static const uint8_t EMPTY[1] = {0};
+
+/* The rules are protobuf's (upb's), checked against it by the tests: a value varint has at most
+ * 10 bytes (bits past 64 are dropped); a tag or a length at most 5; non-minimal encodings are
+ * fine. A tag is at most 2**32 - 1 with a field number other than 0 and a wire type of 0-5; a
+ * length fits in what is left of its message. A known field sent with another wire type is an
+ * unknown field, and unknown fields are skipped (groups too, when well nested). */
 static inline int rd_varint(Rd *r, uint64_t *out) {
+    if (r->p < r->end && *r->p < 0x80) {
+        *out = *r->p++;
+        return OK;
+    }
     uint64_t v = 0;
     for (int i = 0; i < 10; i++) {
         if (r->p >= r->end) return FALLBACK;
         uint8_t byte = *r->p++;
-        if (i == 9 && byte > 1) return FALLBACK;
-        v |= (uint64_t)(byte & 0x7f) << (7 * i);
+        v |= (uint64_t)(byte & 0x7f) << (7 * i); /* the 10th byte: only its lowest bit stays */
         if (!(byte & 0x80)) {
             *out = v;
             return OK;
@@ -92,10 +113,30 @@ static inline int rd_varint(Rd *r, uint64_t *out) {
     return FALLBACK;
 }
 
+/* A tag's or a length's varint: at most 5 bytes, at most 2**32 - 1. */
+static inline int rd_varint32(Rd *r, uint32_t *out) {
+    if (r->p < r->end && *r->p < 0x80) {
+        *out = *r->p++;
+        return OK;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (r->p >= r->end) return FALLBACK;
+        uint8_t byte = *r->p++;
+        v |= (uint64_t)(byte & 0x7f) << (7 * i);
+        if (!(byte & 0x80)) {
+            if (v > UINT32_MAX) return FALLBACK;
+            *out = (uint32_t)v;
+            return OK;
+        }
+    }
+    return FALLBACK;
+}
+
 static inline int rd_len(Rd *r, Rd *sub) {
-    uint64_t n;
-    TRY(rd_varint(r, &n));
-    if (n > (uint64_t)(r->end - r->p)) return FALLBACK;
+    uint32_t n;
+    TRY(rd_varint32(r, &n));
+    if (n >= INT32_MAX || n > (uint64_t)(r->end - r->p)) return FALLBACK;
     sub->p = r->p;
     sub->end = r->p + n;
     r->p += n;
@@ -118,30 +159,53 @@ static inline int rd_fixed32(Rd *r, uint32_t *out) {
     return OK;
 }
 
-/* A field's tag; 0 is never valid. */
 static inline int rd_tag(Rd *r, uint32_t *field, int *wire) {
-    uint64_t tag;
-    TRY(rd_varint(r, &tag));
-    if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return FALLBACK;
-    *field = (uint32_t)(tag >> 3);
+    uint32_t tag;
+    TRY(rd_varint32(r, &tag));
+    if ((tag >> 3) == 0 || (tag & 7) > 5) return FALLBACK;
+    *field = tag >> 3;
     *wire = (int)(tag & 7);
     return OK;
 }
 
-static int rd_skip(Rd *r, int wire) {
+/* Groups nested deeper than this are left to the reference (protobuf's own limit is its
+ * message depth, 100, which groups count towards). */
+#define MAX_GROUP_DEPTH 32
+
+static int rd_skip_at(Rd *r, uint32_t field, int wire, int depth) {
     uint64_t v;
     Rd sub;
     switch (wire) {
         case 0: return rd_varint(r, &v);
         case 1: return rd_fixed64(r, &v);
         case 2: return rd_len(r, &sub);
+        case 3: /* a group: its fields up to the end-group tag of the same number */
+            if (depth >= MAX_GROUP_DEPTH) return FALLBACK;
+            for (;;) {
+                uint32_t f2;
+                int w2;
+                if (r->p >= r->end) return FALLBACK; /* never closed */
+                TRY(rd_tag(r, &f2, &w2));
+                if (w2 == 4) return f2 == field ? OK : FALLBACK;
+                TRY(rd_skip_at(r, f2, w2, depth + 1));
+            }
         case 5: {
             uint32_t w;
             return rd_fixed32(r, &w);
         }
-        default: return FALLBACK; /* groups and invalid wire types: the reference path decides */
+        default: return FALLBACK; /* 4: an end-group tag outside its group */
     }
 }
+
+/* Skips the value of a field whose tag was just read. */
+static inline int rd_skip(Rd *r, uint32_t field, int wire) { return rd_skip_at(r, field, wire, 0); }
+
+/* A known field with another wire type than its own: protobuf keeps it as an unknown field. */
+#define EXPECT(rd, field, wire, want)          \
+    if ((wire) != (want)) {                    \
+        TRY(rd_skip((rd), (field), (wire)));   \
+        continue;                              \
+    }
 
 /* Strict UTF-8 (no surrogates, no overlongs), as protobuf requires of string fields. */
 static int utf8_ok(const uint8_t *s, size_t n) {
@@ -267,26 +331,26 @@ static int parse_scalar(Rd *r, Attr *out, int allow_array) {
         Rd sub;
         switch (field) {
             case 1:
-                if (wire != 2) return FALLBACK;
+                EXPECT(r, field, wire, 2);
                 TRY(rd_string(r, &sub));
                 out->type = V_STR;
                 out->s = sub.p;
                 out->slen = (uint32_t)(sub.end - sub.p);
                 break;
             case 2:
-                if (wire != 0) return FALLBACK;
+                EXPECT(r, field, wire, 0);
                 TRY(rd_varint(r, &v));
                 out->type = V_BOOL;
                 out->i = v != 0;
                 break;
             case 3:
-                if (wire != 0) return FALLBACK;
+                EXPECT(r, field, wire, 0);
                 TRY(rd_varint(r, &v));
                 out->type = V_INT;
                 out->i = (int64_t)v;
                 break;
             case 4:
-                if (wire != 1) return FALLBACK;
+                EXPECT(r, field, wire, 1);
                 TRY(rd_fixed64(r, &v));
                 memcpy(&out->d, &v, 8);
                 if (isnan(out->d)) {
@@ -300,7 +364,8 @@ static int parse_scalar(Rd *r, Attr *out, int allow_array) {
                 }
                 break;
             case 5: {
-                if (wire != 2 || !allow_array) return FALLBACK;
+                EXPECT(r, field, wire, 2);
+                if (!allow_array) return FALLBACK;
                 TRY(rd_len(r, &sub));
                 /* Every element must be a scalar; checked now so writing cannot fail later. */
                 Rd it = sub;
@@ -309,10 +374,10 @@ static int parse_scalar(Rd *r, Attr *out, int allow_array) {
                     int w2;
                     TRY(rd_tag(&it, &f2, &w2));
                     if (f2 != 1) {
-                        TRY(rd_skip(&it, w2));
+                        TRY(rd_skip(&it, f2, w2));
                         continue;
                     }
-                    if (w2 != 2) return FALLBACK;
+                    EXPECT(&it, f2, w2, 2);
                     Rd el;
                     TRY(rd_len(&it, &el));
                     Attr tmp;
@@ -326,9 +391,10 @@ static int parse_scalar(Rd *r, Attr *out, int allow_array) {
             case 6:
             case 7:
             case 8: /* kvlist, bytes, a string-table index: the reference's */
+                EXPECT(r, field, wire, field == 8 ? 0 : 2);
                 return FALLBACK;
             default:
-                TRY(rd_skip(r, wire));
+                TRY(rd_skip(r, field, wire));
                 continue;
         }
         if (seen++) return FALLBACK; /* two members of the oneof: let the reference decide */
@@ -355,16 +421,17 @@ static int attrs_add(Attrs *as, Rd *kv) {
         TRY(rd_tag(kv, &field, &wire));
         Rd sub;
         if (field == 1) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(kv, field, wire, 2);
             TRY(rd_string(kv, &sub));
             at->key = sub.p;
             at->klen = (uint32_t)(sub.end - sub.p);
         } else if (field == 2) {
-            if (wire != 2 || value_seen++) return FALLBACK;
+            EXPECT(kv, field, wire, 2);
+            if (value_seen++) return FALLBACK; /* values merge: the reference's */
             TRY(rd_len(kv, &sub));
             TRY(parse_scalar(&sub, at, 1));
         } else {
-            TRY(rd_skip(kv, wire));
+            TRY(rd_skip(kv, field, wire));
         }
     }
     /* A duplicate key: the reference keeps the first position with the last value. */
@@ -436,20 +503,37 @@ static int json_i64(Buf *b, int64_t v) {
     return v < 0 ? json_u64(b, (uint64_t)0 - (uint64_t)v, 1) : json_u64(b, (uint64_t)v, 0);
 }
 
-/* The shortest text that reads back as the same double; always with a '.' or an exponent. */
+static inline int number_char(char c) { return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == 'e'; }
+
+/* The shortest of 15, 16 or 17 significant digits that reads back as the same double (17 always
+ * does), always with a '.' or an exponent. printf and strtod follow the process's LC_NUMERIC,
+ * whose decimal point may be a comma or several bytes: whatever printf wrote between the digits
+ * becomes '.', so the JSON is the same under any locale. */
 static int json_double(Buf *b, double d) {
-    char tmp[40];
+    char tmp[48];
     int n = 0;
     for (int prec = 15; prec <= 17; prec++) {
         n = snprintf(tmp, sizeof tmp, "%.*g", prec, d);
-        if (strtod(tmp, NULL) == d) break;
+        if (n <= 0 || n >= (int)sizeof tmp) return FALLBACK;
+        if (prec == 17 || strtod(tmp, NULL) == d) break;
     }
-    if (n <= 0 || n >= (int)sizeof tmp - 3) return FALLBACK;
-    if (!strpbrk(tmp, ".e")) {
-        tmp[n++] = '.';
-        tmp[n++] = '0';
+    char out[52];
+    int m = 0, dot = 0, exp = 0;
+    for (int i = 0; i < n;) {
+        if (number_char(tmp[i])) {
+            exp |= tmp[i] == 'e';
+            out[m++] = tmp[i++];
+        } else { /* the decimal point */
+            out[m++] = '.';
+            dot = 1;
+            while (i < n && !number_char(tmp[i])) i++;
+        }
     }
-    MEM(buf_put(b, tmp, (size_t)n));
+    if (!dot && !exp) {
+        out[m++] = '.';
+        out[m++] = '0';
+    }
+    MEM(buf_put(b, out, (size_t)m));
     return OK;
 }
 
@@ -464,9 +548,10 @@ static int json_array(Buf *b, const uint8_t *p, size_t n) {
         int wire;
         TRY(rd_tag(&it, &field, &wire));
         if (field != 1) {
-            TRY(rd_skip(&it, wire));
+            TRY(rd_skip(&it, field, wire));
             continue;
         }
+        EXPECT(&it, field, wire, 2);
         Rd el;
         TRY(rd_len(&it, &el));
         Attr tmp;
@@ -549,15 +634,21 @@ static inline int col_valid(Col *c, int ok) {
     return OK;
 }
 
+/* Arrow's string offsets are int32: a column refuses to grow past 2 GiB (before it allocates,
+ * where it can). */
+#define COL_MAX ((size_t)INT32_MAX)
+static inline int col_room(const Col *c, size_t n) { return c->values.len <= COL_MAX && n <= COL_MAX - c->values.len; }
+
 static inline int col_end_string(Col *c) {
     /* The string's bytes are already in values; record where it ends. */
-    if (c->values.len > INT32_MAX) return FALLBACK;
+    if (c->values.len > COL_MAX) return FALLBACK;
     int32_t off = (int32_t)c->values.len;
     MEM(buf_put(&c->offsets, &off, 4));
     return col_valid(c, 1);
 }
 
 static inline int col_str(Col *c, const void *s, size_t n) {
+    if (!col_room(c, n)) return FALLBACK;
     MEM(buf_put(&c->values, s, n));
     return col_end_string(c);
 }
@@ -865,16 +956,18 @@ static int groups_get(Groups *gs, const Buf *key, int64_t row, Group **out) {
 
 static inline int valid_at(const Col *c, int64_t row) { return c->valid.p[row] != 0; }
 
+/* A string cell (the values of a column of nulls and empty strings may have no storage). */
 static inline const char *str_at(const Col *c, int64_t row, int32_t *len) {
     const int32_t *off = (const int32_t *)c->offsets.p;
     *len = off[row + 1] - off[row];
-    return c->values.p + off[row];
+    return c->values.p ? c->values.p + off[row] : "";
 }
 
 static inline int str_is(const Col *c, int64_t row, const Str *t) {
+    if (!valid_at(c, row)) return 0;
     int32_t n;
     const char *s = str_at(c, row, &n);
-    return valid_at(c, row) && (size_t)n == t->n && memcmp(s, t->s, (size_t)n) == 0;
+    return (size_t)n == t->n && memcmp(s, t->s, (size_t)n) == 0;
 }
 
 /* Appends a cell's key bytes: validity, then the length and bytes of a string or the value. */
@@ -1148,6 +1241,7 @@ static int problem(const Rd *tid, const Rd *sid, const Rd *pid, uint64_t start, 
 }
 
 static int hex_col(Col *c, const uint8_t *s, size_t n) {
+    if (!col_room(c, 2 * n)) return FALLBACK;
     MEM(buf_reserve(&c->values, 2 * n));
     char *o = c->values.p + c->values.len;
     for (size_t i = 0; i < n; i++) o[2 * i] = HEX[s[i] >> 4], o[2 * i + 1] = HEX[s[i] & 15];
@@ -1167,18 +1261,18 @@ static int event_json(Ctx *x, Rd *ev, int first, Text *name_out, Text *etype, in
         TRY(rd_tag(ev, &field, &wire));
         Rd sub;
         if (field == 1) {
-            if (wire != 1) return FALLBACK;
+            EXPECT(ev, field, wire, 1);
             TRY(rd_fixed64(ev, &time));
         } else if (field == 2) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(ev, field, wire, 2);
             TRY(rd_string(ev, &sub));
             name.s = sub.p, name.n = (size_t)(sub.end - sub.p);
         } else if (field == 3) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(ev, field, wire, 2);
             TRY(rd_len(ev, &sub));
             TRY(attrs_add(&x->scratch, &sub));
         } else {
-            TRY(rd_skip(ev, wire));
+            TRY(rd_skip(ev, field, wire));
         }
     }
     if (!*etype_done && str_eq(name.s, name.n, &g_texts[T_EXCEPTION_EVENT])) {
@@ -1202,7 +1296,7 @@ static int event_json(Ctx *x, Rd *ev, int first, Text *name_out, Text *etype, in
 }
 
 static int link_json(Ctx *x, Rd *ln, int first) {
-    Rd tid = {NULL, NULL}, sid = {NULL, NULL}, state = {NULL, NULL};
+    Rd tid = {EMPTY, EMPTY}, sid = {EMPTY, EMPTY}, state = {EMPTY, EMPTY};
     attrs_reset(&x->scratch);
     while (ln->p < ln->end) {
         uint32_t field;
@@ -1210,18 +1304,18 @@ static int link_json(Ctx *x, Rd *ln, int first) {
         TRY(rd_tag(ln, &field, &wire));
         Rd sub;
         if (field == 1 || field == 2) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(ln, field, wire, 2);
             TRY(rd_len(ln, &sub));
             *(field == 1 ? &tid : &sid) = sub;
         } else if (field == 3) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(ln, field, wire, 2);
             TRY(rd_string(ln, &state));
         } else if (field == 4) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(ln, field, wire, 2);
             TRY(rd_len(ln, &sub));
             TRY(attrs_add(&x->scratch, &sub));
         } else {
-            TRY(rd_skip(ln, wire));
+            TRY(rd_skip(ln, field, wire));
         }
     }
     Buf *b = &x->links;
@@ -1231,7 +1325,7 @@ static int link_json(Ctx *x, Rd *ln, int first) {
     MEM(PUTS(b, ",\"span_id\":"));
     TRY(json_hex(b, sid.p, (size_t)(sid.end - sid.p)));
     MEM(PUTS(b, ",\"trace_state\":"));
-    TRY(json_str(b, state.p ? state.p : (const uint8_t *)"", (size_t)(state.end - state.p)));
+    TRY(json_str(b, state.p, (size_t)(state.end - state.p)));
     MEM(PUTS(b, ",\"attributes\":"));
     TRY(json_attrs(b, &x->scratch));
     MEM(buf_ch(b, '}'));
@@ -1239,7 +1333,7 @@ static int link_json(Ctx *x, Rd *ln, int first) {
 }
 
 static int span(Ctx *x, Rd *r) {
-    Rd tid = {NULL, NULL}, sid = {NULL, NULL}, pid = {NULL, NULL}, state = {NULL, NULL};
+    Rd tid = {EMPTY, EMPTY}, sid = {EMPTY, EMPTY}, pid = {EMPTY, EMPTY}, state = {EMPTY, EMPTY};
     Text name = {(const uint8_t *)"", 0, 1}, message = {(const uint8_t *)"", 0, 1};
     uint64_t start = 0, end = 0, kind = 0, code = 0;
     uint32_t flags = 0;
@@ -1249,7 +1343,6 @@ static int span(Ctx *x, Rd *r) {
     Col *c = t->col;
     attrs_reset(&x->attrs);
     x->events.len = x->links.len = 0;
-    const uint8_t *begin = r->p;
     while (r->p < r->end) {
         uint32_t field;
         int wire;
@@ -1257,34 +1350,34 @@ static int span(Ctx *x, Rd *r) {
         Rd sub;
         switch (field) {
             case 1: case 2: case 4:
-                if (wire != 2) return FALLBACK;
+                EXPECT(r, field, wire, 2);
                 TRY(rd_len(r, &sub));
                 *(field == 1 ? &tid : field == 2 ? &sid : &pid) = sub;
                 break;
             case 3:
-                if (wire != 2) return FALLBACK;
+                EXPECT(r, field, wire, 2);
                 TRY(rd_string(r, &state));
                 break;
             case 5:
-                if (wire != 2) return FALLBACK;
+                EXPECT(r, field, wire, 2);
                 TRY(rd_string(r, &sub));
                 name.s = sub.p, name.n = (size_t)(sub.end - sub.p);
                 break;
             case 6:
-                if (wire != 0) return FALLBACK;
+                EXPECT(r, field, wire, 0);
                 TRY(rd_varint(r, &kind));
                 break;
             case 7: case 8:
-                if (wire != 1) return FALLBACK;
+                EXPECT(r, field, wire, 1);
                 TRY(rd_fixed64(r, field == 7 ? &start : &end));
                 break;
             case 9:
-                if (wire != 2) return FALLBACK;
+                EXPECT(r, field, wire, 2);
                 TRY(rd_len(r, &sub));
                 TRY(attrs_add(&x->attrs, &sub));
                 break;
             case 11: {
-                if (wire != 2) return FALLBACK;
+                EXPECT(r, field, wire, 2);
                 TRY(rd_len(r, &sub));
                 Text evname;
                 TRY(event_json(x, &sub, nevents++ == 0, &evname, &etype, &etype_done));
@@ -1292,12 +1385,13 @@ static int span(Ctx *x, Rd *r) {
                 break;
             }
             case 13:
-                if (wire != 2) return FALLBACK;
+                EXPECT(r, field, wire, 2);
                 TRY(rd_len(r, &sub));
                 TRY(link_json(x, &sub, nlinks++ == 0));
                 break;
             case 15: {
-                if (wire != 2 || status_seen++) return FALLBACK;
+                EXPECT(r, field, wire, 2);
+                if (status_seen++) return FALLBACK; /* statuses merge: the reference's */
                 TRY(rd_len(r, &sub));
                 while (sub.p < sub.end) {
                     uint32_t f2;
@@ -1305,33 +1399,30 @@ static int span(Ctx *x, Rd *r) {
                     TRY(rd_tag(&sub, &f2, &w2));
                     Rd s2;
                     if (f2 == 2) {
-                        if (w2 != 2) return FALLBACK;
+                        EXPECT(&sub, f2, w2, 2);
                         TRY(rd_string(&sub, &s2));
                         message.s = s2.p, message.n = (size_t)(s2.end - s2.p);
                     } else if (f2 == 3) {
-                        if (w2 != 0) return FALLBACK;
+                        EXPECT(&sub, f2, w2, 0);
                         TRY(rd_varint(&sub, &code));
                     } else {
-                        TRY(rd_skip(&sub, w2));
+                        TRY(rd_skip(&sub, f2, w2));
                     }
                 }
                 break;
             }
             case 16:
-                if (wire != 5) return FALLBACK;
+                EXPECT(r, field, wire, 5);
                 TRY(rd_fixed32(r, &flags));
                 break;
             case 10: case 12: case 14:
-                if (wire != 0) return FALLBACK;
-                TRY(rd_skip(r, wire));
+                EXPECT(r, field, wire, 0);
+                TRY(rd_skip(r, field, wire));
                 break;
             default:
-                TRY(rd_skip(r, wire));
+                TRY(rd_skip(r, field, wire));
         }
     }
-    if (!tid.p) tid.p = tid.end = begin;
-    if (!sid.p) sid.p = sid.end = begin;
-    if (!pid.p) pid.p = pid.end = begin;
     if (nevents) MEM(buf_ch(&x->events, ']'));
     if (nlinks) MEM(buf_ch(&x->links, ']'));
 
@@ -1376,7 +1467,7 @@ static int span(Ctx *x, Rd *r) {
     TRY(col_str(&c[C_STATUS_MESSAGE], message.s, message.n));
     TRY(put_text(&c[C_SERVICE], x->service));
     TRY(promote(t, &x->attrs, any_known, loop_event, error_text));
-    if (state.p && state.end != state.p)
+    if (state.end != state.p)
         TRY(col_str(&c[C_TRACE_STATE], state.p, (size_t)(state.end - state.p)));
     else
         TRY(col_null(&c[C_TRACE_STATE], A_STR));
@@ -1401,6 +1492,44 @@ static int span(Ctx *x, Rd *r) {
     return OK;
 }
 
+/* InstrumentationScope.attributes: the rows do not keep them and the reference reads them as
+ * bytes it never decodes, so this alone checks them as protobuf does — each KeyValue, its
+ * AnyValue, and the arrays and kvlists inside, at any depth (past MAX_CHECK_DEPTH it answers
+ * "not sure", which the caller treats like "invalid": it asks protobuf's parser). */
+enum { M_KEY_VALUE, M_ANY_VALUE, M_ARRAY, M_KVLIST };
+#define MAX_CHECK_DEPTH 64
+
+static int valid_message(Rd r, int type, int depth) {
+    if (depth > MAX_CHECK_DEPTH) return 0;
+    while (r.p < r.end) {
+        uint32_t field;
+        int wire;
+        if (rd_tag(&r, &field, &wire)) return 0;
+        int text = 0, sub_type = -1;
+        switch (type) {
+            case M_KEY_VALUE: /* 1 key, 2 value */
+                text = field == 1;
+                sub_type = field == 2 ? M_ANY_VALUE : -1;
+                break;
+            case M_ANY_VALUE: /* 1 string, 5 array, 6 kvlist; the rest are numbers or bytes */
+                text = field == 1;
+                sub_type = field == 5 ? M_ARRAY : field == 6 ? M_KVLIST : -1;
+                break;
+            case M_ARRAY: sub_type = field == 1 ? M_ANY_VALUE : -1; break;
+            default: sub_type = field == 1 ? M_KEY_VALUE : -1;
+        }
+        Rd sub;
+        if (wire != 2 || (!text && sub_type < 0)) {
+            if (rd_skip(&r, field, wire)) return 0;
+        } else if (text) {
+            if (rd_string(&r, &sub)) return 0;
+        } else if (rd_len(&r, &sub) || !valid_message(sub, sub_type, depth + 1)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int scope(Ctx *x, Rd *r) {
     Text name = {(const uint8_t *)"", 0, 1}, version = {(const uint8_t *)"", 0, 1};
     while (r->p < r->end) {
@@ -1409,12 +1538,16 @@ static int scope(Ctx *x, Rd *r) {
         TRY(rd_tag(r, &field, &wire));
         Rd sub;
         if (field == 1 || field == 2) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(r, field, wire, 2);
             TRY(rd_string(r, &sub));
             Text *t = field == 1 ? &name : &version;
             t->s = sub.p, t->n = (size_t)(sub.end - sub.p);
-        } else {  /* attributes (field 3) too: the rows do not keep them */
-            TRY(rd_skip(r, wire));
+        } else if (field == 3) {
+            EXPECT(r, field, wire, 2);
+            TRY(rd_len(r, &sub));
+            if (!valid_message(sub, M_KEY_VALUE, 0)) return CHECK;
+        } else {
+            TRY(rd_skip(r, field, wire));
         }
     }
     x->scope_buf.len = 0;
@@ -1438,11 +1571,11 @@ static int children(Ctx *x, Rd r, uint32_t want, Child fn) {
         int wire;
         TRY(rd_tag(&r, &field, &wire));
         if (field != want) {
-            TRY(rd_skip(&r, wire));
+            TRY(rd_skip(&r, field, wire));
             continue;
         }
         Rd sub;
-        if (wire != 2) return FALLBACK;
+        EXPECT(&r, field, wire, 2);
         TRY(rd_len(&r, &sub));
         TRY(fn(x, &sub));
     }
@@ -1460,14 +1593,15 @@ static int header(Ctx *x, Rd r, Child first) {
         TRY(rd_tag(&r, &field, &wire));
         Rd sub;
         if (field == 1) {
-            if (wire != 2 || seen++) return FALLBACK;
+            EXPECT(&r, field, wire, 2);
+            if (seen++) return FALLBACK; /* resources (scopes) merge: the reference's */
             TRY(rd_len(&r, &sub));
             TRY(first(x, &sub));
         } else if (field == 3) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(&r, field, wire, 2);
             TRY(rd_string(&r, &sub));
         } else {
-            TRY(rd_skip(&r, wire));
+            TRY(rd_skip(&r, field, wire));
         }
     }
     return OK;
@@ -1488,12 +1622,12 @@ static int resource(Ctx *x, Rd *r) {
         TRY(rd_tag(r, &field, &wire));
         Rd sub;
         if (field == 1) {
-            if (wire != 2) return FALLBACK;
+            EXPECT(r, field, wire, 2);
             TRY(rd_len(r, &sub));
             TRY(attrs_add(&x->scratch, &sub));
         } else if (field == 3) {
             /* An entity ref: not stored, but the reference parses it, so it must be valid. */
-            if (wire != 2) return FALLBACK;
+            EXPECT(r, field, wire, 2);
             TRY(rd_len(r, &sub));
             while (sub.p < sub.end) {
                 uint32_t f2;
@@ -1501,14 +1635,14 @@ static int resource(Ctx *x, Rd *r) {
                 TRY(rd_tag(&sub, &f2, &w2));
                 Rd text;
                 if (f2 >= 1 && f2 <= 4) { /* schema_url, type, id_keys, description_keys */
-                    if (w2 != 2) return FALLBACK;
+                    EXPECT(&sub, f2, w2, 2);
                     TRY(rd_string(&sub, &text));
                 } else {
-                    TRY(rd_skip(&sub, w2));
+                    TRY(rd_skip(&sub, f2, w2));
                 }
             }
         } else {
-            TRY(rd_skip(r, wire));
+            TRY(rd_skip(r, field, wire));
         }
     }
     x->resource_buf.len = 0;
@@ -1530,6 +1664,89 @@ static int resource_spans(Ctx *x, Rd *r) {
 }
 
 static int request(Ctx *x, Rd *r) { return children(x, *r, 1, resource_spans); }
+
+/* ---------------------------------------------------------------- the pre-pass: cost and bounds */
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+static inline uint64_t sat_mul(uint64_t a, uint64_t b) { return a && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
+
+typedef struct {
+    uint64_t cost;   /* cost(): the body's length, plus per span its resource's and scope's lengths */
+    uint64_t shared; /* what the rows copy per span from its resource and scope: their JSON, the service */
+} Tally;
+
+/* One walk of a request's ResourceSpans and ScopeSpans records: span bodies are skipped, only
+ * counted. Without a context it reads tags and lengths alone (cost()). With one it also decodes
+ * each resource and scope as the rows will, for ``shared``, and checks the scope attributes; a
+ * resource or scope it cannot take does not stop it (FALLBACK at the end), so every scope's
+ * attributes are checked before the reference is asked, which would not check them. */
+static int tally(Ctx *x, Rd body, Tally *out) {
+    uint64_t cost = (uint64_t)(body.end - body.p), shared = 0;
+    int fallback = 0;
+    while (body.p < body.end) {
+        uint32_t field;
+        int wire;
+        TRY(rd_tag(&body, &field, &wire));
+        Rd rs;
+        if (field != 1 || wire != 2) {
+            TRY(rd_skip(&body, field, wire));
+            continue;
+        }
+        TRY(rd_len(&body, &rs));
+        uint64_t resource_len = 0, spans = 0, by_scope = 0, resource_json = 2, service = 0; /* "{}" */
+        int resources = 0;
+        while (rs.p < rs.end) {
+            TRY(rd_tag(&rs, &field, &wire));
+            Rd sub;
+            if ((field != 1 && field != 2) || wire != 2) {
+                TRY(rd_skip(&rs, field, wire));
+                continue;
+            }
+            TRY(rd_len(&rs, &sub));
+            if (field == 1) {
+                resource_len += (uint64_t)(sub.end - sub.p);
+                if (x && !fallback) {
+                    int rc = resources++ ? FALLBACK : resource(x, &sub);
+                    if (rc == NOMEM) return rc;
+                    fallback |= rc != OK;
+                    resource_json = x->resource_buf.len;
+                    service = x->service.set ? x->service.n : 0;
+                }
+                continue;
+            }
+            uint64_t scope_len = 0, n = 0, scope_json = 0;
+            int scopes = 0;
+            while (sub.p < sub.end) {
+                TRY(rd_tag(&sub, &field, &wire));
+                Rd rec;
+                if ((field != 1 && field != 2) || wire != 2) {
+                    TRY(rd_skip(&sub, field, wire));
+                    continue;
+                }
+                TRY(rd_len(&sub, &rec));
+                if (field == 2) {
+                    n++;
+                    continue;
+                }
+                scope_len += (uint64_t)(rec.end - rec.p);
+                if (x) {
+                    int rc = scope(x, &rec);
+                    if (rc == CHECK || rc == NOMEM) return rc;
+                    fallback |= rc != OK || scopes++;
+                    scope_json = x->scope_set ? x->scope_buf.len : 0;
+                }
+            }
+            spans = sat_add(spans, n);
+            by_scope = sat_add(by_scope, sat_mul(n, scope_len));
+            shared = sat_add(shared, sat_mul(n, scope_json));
+        }
+        cost = sat_add(cost, sat_add(sat_mul(spans, resource_len), by_scope));
+        shared = sat_add(shared, sat_mul(spans, resource_json + service));
+    }
+    out->cost = cost;
+    out->shared = shared;
+    return fallback ? FALLBACK : OK;
+}
 
 /* ---------------------------------------------------------------- Python glue */
 
@@ -1569,6 +1786,34 @@ static PyObject *columns(Table *t) {
     return out;
 }
 
+static Rd body_of(const Py_buffer *view) {
+    const uint8_t *p = view->buf ? (const uint8_t *)view->buf : EMPTY;
+    return (Rd){p, p + view->len};
+}
+
+/* Bodies from this size on are walked without the GIL (a smaller walk is quicker than handing
+ * the GIL over). */
+#define COST_NOGIL_BYTES (256 << 10)
+
+static PyObject *fast_cost(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    Rd r = body_of(&view);
+    Tally tl;
+    int rc;
+    if (view.len >= COST_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = tally(NULL, r, &tl);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = tally(NULL, r, &tl);
+    }
+    PyBuffer_Release(&view);
+    if (rc != OK) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong((unsigned long long)tl.cost);
+}
+
 static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     (void)self;
     if (!g_configured) {
@@ -1584,9 +1829,15 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     int rc = table_init(&x.t);
     if (rc == OK) {
         /* The walk touches no Python object: other threads run meanwhile. */
-        Rd r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+        Rd r = body_of(&view);
         Py_BEGIN_ALLOW_THREADS
-        rc = request(&x, &r);
+        /* First the pre-pass: it checks the scope attributes, and refuses at once a request whose
+         * rows would copy more than 2 GiB from resources and scopes (a few spans under one huge
+         * resource), before anything is allocated for them. */
+        Tally tl;
+        rc = tally(&x, r, &tl);
+        if (rc == OK && tl.shared > COL_MAX) rc = FALLBACK;
+        if (rc == OK) rc = request(&x, &r);
         Py_END_ALLOW_THREADS
     }
     if (rc == OK) folds = folds_to_python(&x.folds, &x.t);
@@ -1599,9 +1850,9 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
         }
         Py_XDECREF(cols);
         Py_XDECREF(reasons);
-    } else if (rc == FALLBACK) {
+    } else if (rc == FALLBACK || rc == CHECK) {
         if (!PyErr_Occurred()) {
-            result = Py_None;
+            result = rc == CHECK ? Py_False : Py_None;
             Py_INCREF(result);
         }
     } else if (!PyErr_Occurred()) {
@@ -1620,61 +1871,127 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
     return result;
 }
 
-static int set_strings(PyObject *seq, Str *out, int n, const char *what) {
-    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) != n) {
-        PyErr_Format(PyExc_ValueError, "%s: need a tuple of %d strings", what, n);
+/* ---------------------------------------------------------------- configure, once
+ *
+ * Decodes read the configuration without the GIL, so it is set once and never changed: a later
+ * call with the same values is a no-op, one with other values raises. Everything is read and
+ * checked first (that may run Python code) and committed only then, in one step under the GIL. */
+
+typedef struct {
+    Str keys[N_KEYS], ops[N_OPS], kinds[N_KINDS], texts[N_TEXTS], llm[MAX_LLM_OPS];
+    int nllm, nbuckets;
+    double buckets[MAX_BUCKETS];
+} Config;
+
+static void strs_free(Str *s, int n) {
+    for (int i = 0; i < n; i++) free(s[i].s);
+}
+
+static void config_free(Config *c) {
+    strs_free(c->keys, N_KEYS);
+    strs_free(c->ops, N_OPS);
+    strs_free(c->kinds, N_KINDS);
+    strs_free(c->texts, N_TEXTS);
+    strs_free(c->llm, MAX_LLM_OPS);
+}
+
+/* Copies of a tuple's strings; ``n`` < 0: any length up to -n, the count in *count. */
+static int read_strings(PyObject *seq, Str *out, int n, int *count, const char *what) {
+    int max = n < 0 ? -n : n;
+    if (!PyTuple_Check(seq) || (n >= 0 ? PyTuple_GET_SIZE(seq) != n : PyTuple_GET_SIZE(seq) > max)) {
+        PyErr_Format(PyExc_ValueError, "%s: need a tuple of %s%d strings", what, n < 0 ? "at most " : "", max);
         return -1;
     }
-    for (int i = 0; i < n; i++) {
+    int len_seq = (int)PyTuple_GET_SIZE(seq);
+    for (int i = 0; i < len_seq; i++) {
         Py_ssize_t len;
         const char *s = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(seq, i), &len);
         if (!s) return -1;
-        char *copy = malloc((size_t)len + 1);
-        if (!copy) {
+        out[i].s = malloc((size_t)len + 1);
+        if (!out[i].s) {
             PyErr_NoMemory();
             return -1;
         }
-        memcpy(copy, s, (size_t)len + 1);
-        free(out[i].s);
-        out[i].s = copy;
+        memcpy(out[i].s, s, (size_t)len + 1);
         out[i].n = (size_t)len;
     }
+    if (count) *count = len_seq;
     return 0;
+}
+
+static int strs_eq(const Str *a, const Str *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].n != b[i].n || memcmp(a[i].s, b[i].s, a[i].n) != 0) return 0;
+    return 1;
+}
+
+static int config_is_current(const Config *c) {
+    if (c->nllm != g_nllm || c->nbuckets != g_nbuckets) return 0;
+    for (int i = 0; i < c->nbuckets; i++)
+        if (memcmp(&c->buckets[i], &g_buckets[i], sizeof(double)) != 0) return 0;
+    return strs_eq(c->keys, g_keys, N_KEYS) && strs_eq(c->ops, g_ops, N_OPS) &&
+           strs_eq(c->kinds, g_kinds, N_KINDS) && strs_eq(c->texts, g_texts, N_TEXTS) &&
+           strs_eq(c->llm, g_llm, c->nllm);
 }
 
 static PyObject *fast_configure(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *keys, *ops, *kinds, *texts, *llm, *buckets;
     if (!PyArg_ParseTuple(args, "OOOOOO", &keys, &ops, &kinds, &texts, &llm, &buckets)) return NULL;
-    if (!PyTuple_Check(llm) || PyTuple_GET_SIZE(llm) > MAX_LLM_OPS || !PyTuple_Check(buckets) ||
-        PyTuple_GET_SIZE(buckets) > MAX_BUCKETS) {
-        PyErr_SetString(PyExc_ValueError, "llm_ops and buckets: need short tuples");
-        return NULL;
+    Config c;
+    memset(&c, 0, sizeof c);
+    PyObject *result = NULL;
+    if (read_strings(keys, c.keys, N_KEYS, NULL, "keys") || read_strings(ops, c.ops, N_OPS, NULL, "ops") ||
+        read_strings(kinds, c.kinds, N_KINDS, NULL, "kinds") ||
+        read_strings(texts, c.texts, N_TEXTS, NULL, "texts") ||
+        read_strings(llm, c.llm, -MAX_LLM_OPS, &c.nllm, "llm_ops"))
+        goto done;
+    if (!PyTuple_Check(buckets) || PyTuple_GET_SIZE(buckets) > MAX_BUCKETS) {
+        PyErr_Format(PyExc_ValueError, "buckets: need a tuple of at most %d numbers", MAX_BUCKETS);
+        goto done;
     }
-    int nllm = (int)PyTuple_GET_SIZE(llm), nbuckets = (int)PyTuple_GET_SIZE(buckets);
-    if (set_strings(llm, g_llm, nllm, "llm_ops")) return NULL;
-    for (int i = 0; i < nbuckets; i++) {
-        g_buckets[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(buckets, i));
-        if (PyErr_Occurred()) return NULL;
+    c.nbuckets = (int)PyTuple_GET_SIZE(buckets);
+    for (int i = 0; i < c.nbuckets; i++) {
+        c.buckets[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(buckets, i));
+        if (PyErr_Occurred()) goto done;
     }
-    g_nllm = nllm;
-    g_nbuckets = nbuckets;
-    if (set_strings(keys, g_keys, N_KEYS, "keys") || set_strings(ops, g_ops, N_OPS, "ops") ||
-        set_strings(kinds, g_kinds, N_KINDS, "kinds") || set_strings(texts, g_texts, N_TEXTS, "texts"))
-        return NULL;
-    memset(g_hash, 0, sizeof g_hash);
-    for (int k = 0; k < N_KEYS; k++) {
-        uint32_t h = fnv((const uint8_t *)g_keys[k].s, g_keys[k].n) & (HASH_SLOTS - 1);
-        while (g_hash[h]) h = (h + 1) & (HASH_SLOTS - 1);
-        g_hash[h] = k + 1;
+    /* From here on no Python code runs: this is atomic for every other thread. */
+    if (g_configured) {
+        if (!config_is_current(&c)) {
+            PyErr_SetString(PyExc_RuntimeError, "_fastflat is already configured with other values");
+            goto done;
+        }
+    } else {
+        memcpy(g_keys, c.keys, sizeof g_keys);
+        memcpy(g_ops, c.ops, sizeof g_ops);
+        memcpy(g_kinds, c.kinds, sizeof g_kinds);
+        memcpy(g_texts, c.texts, sizeof g_texts);
+        memcpy(g_llm, c.llm, sizeof g_llm);
+        memcpy(g_buckets, c.buckets, sizeof g_buckets);
+        g_nllm = c.nllm;
+        g_nbuckets = c.nbuckets;
+        memset(&c, 0, sizeof c); /* the strings are the module's now */
+        memset(g_hash, 0, sizeof g_hash);
+        for (int k = 0; k < N_KEYS; k++) {
+            uint32_t h = fnv((const uint8_t *)g_keys[k].s, g_keys[k].n) & (HASH_SLOTS - 1);
+            while (g_hash[h]) h = (h + 1) & (HASH_SLOTS - 1);
+            g_hash[h] = k + 1;
+        }
+        g_configured = 1;
     }
-    g_configured = 1;
-    Py_RETURN_NONE;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    config_free(&c);
+    return result;
 }
 
 static PyMethodDef METHODS[] = {
-    {"configure", fast_configure, METH_VARARGS, "Set the keys, operations, kinds and names matched."},
-    {"flatten", fast_flatten, METH_O, "OTLP protobuf request bytes -> columns and slim rows, or None."},
+    {"configure", fast_configure, METH_VARARGS,
+     "Set the keys, operations, kinds and names matched, once (again with the same values: a no-op)."},
+    {"flatten", fast_flatten, METH_O,
+     "OTLP protobuf request bytes -> columns and slim rows; None to decline; False if malformed."},
+    {"cost", fast_cost, METH_O, "OTLP protobuf request bytes -> its cost (see fast.request_cost), or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,7 +6,11 @@ protobuf request once, without the GIL, and writes the span table's Arrow buffer
 the same promotion rules as ``normalize.promote``; it folds the lookup parts and the exposition
 stats as it goes (the rules of ``rows._add_to_part`` and ``BatchStats.add``). For any shape it does
 not handle it answers None and the reference decodes the request, so the rows are the same either
-way; the tests check that value by value.
+way; the tests check that value by value. It reads the wire as strictly as protobuf's own parser:
+a body that parser rejects is never taken. Where the reference does not look (the scope
+attributes, kept as raw bytes) and the body is malformed, the compiled path says so and protobuf's
+parser confirms it: the request is undecodable (400).
+It also computes ``request_cost``, a cheap bound the service checks before decoding.
 ``REACH_COLLECTOR_PURE_PYTHON=1`` turns the fast path off.
 """
 
@@ -14,11 +18,11 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import pyarrow as pa
 from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats
-from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
+from reach_collector.ingest.decode import PROTOBUF, parse, parse_for_rows
 from reach_collector.ingest.normalize import (
     _OPENINFERENCE_KINDS,
     _TRACELOOP_KINDS,
@@ -94,11 +98,19 @@ TEXTS: Final = (sc.EXCEPTION_EVENT, sc.EVENT_LOOP_DETECTED, sc.HEARTBEAT_SPAN_NA
 
 if set(KEYS[:-2]) != PROMOTED_KEYS:  # pragma: no cover - a new promoted key needs the C side too
     raise ImportError("fast.KEYS and normalize.PROMOTED_KEYS differ")
+# What the compiled decoder matches against, set once per process (a second call with the same
+# values is a no-op: decodes read them without the GIL, so they never change once set).
+CONFIGURATION: Final = (KEYS, OPS, KINDS, TEXTS, tuple(sc.LLM_OPERATIONS), DURATION_BUCKETS)
 if _fastflat is not None:
     try:
-        _fastflat.configure(KEYS, OPS, KINDS, TEXTS, tuple(sc.LLM_OPERATIONS), DURATION_BUCKETS)
+        _fastflat.configure(*CONFIGURATION)
+        if not hasattr(_fastflat, "cost"):
+            raise TypeError("no cost()")
     except (TypeError, ValueError):  # built from an older source: decode in Python until rebuilt
         log.warning("the compiled decoder is out of date (reinstall to rebuild it); decoding in Python")
+        _fastflat = None
+    except RuntimeError:  # configured with other values in this process: not ours to use
+        log.warning("the compiled decoder is configured differently in this process; decoding in Python")
         _fastflat = None
 
 
@@ -124,16 +136,40 @@ def _array(field: pa.Field, rows: int, buffers: tuple[bytes | None, bytes | None
     return pa.Array.from_buffers(field.type, rows, bufs)
 
 
-def flatten_protobuf(body: bytes) -> SpanBatch | None:
-    """The compiled path: None when it is off, not built, or the request is not a shape it takes."""
-    if not enabled():
-        return None
+def _compiled(body: bytes) -> SpanBatch | Literal[False] | None:
+    """The compiled decoder's batch; None when it declines; False when it finds the body malformed
+    where the reference does not look (then ``flatten_body`` asks protobuf's parser)."""
     try:
         out: Any = _fastflat.flatten(body)
-        return None if out is None else _batch(*out)
+        return out if out is None or out is False else _batch(*out)
     except Exception:  # a bug here must not cost the request: the reference decodes it
         log.warning("the compiled decoder failed; decoding this request in Python", exc_info=True)
         return None
+
+
+def flatten_protobuf(body: bytes) -> SpanBatch | None:
+    """The compiled path: None when it is off, not built, or the request is not a shape it takes
+    (or is malformed: ``flatten_body`` then answers for it)."""
+    if not enabled():
+        return None
+    out = _compiled(body)
+    return None if out is False else out
+
+
+def request_cost(raw: bytes) -> int | None:
+    """A decompressed protobuf request's cost: ``len(raw)`` plus, for every span, the wire lengths
+    of its ResourceSpans' ``resource`` and its ScopeSpans' ``scope`` — about what flattening copies,
+    since every row carries its resource and scope. Read from tags and lengths alone (span bodies
+    are skipped), without the GIL for large bodies. None when the compiled path is off or not
+    built, or the body is malformed at those levels: the caller estimates it in Python then."""
+    if not enabled():
+        return None
+    try:
+        cost: int | None = _fastflat.cost(raw)
+    except Exception:  # a bug here must not cost the request: the caller estimates it in Python
+        log.warning("the compiled cost pass failed; estimating in Python", exc_info=True)
+        return None
+    return cost
 
 
 def _batch(rows: int, columns: list[Any], folds: tuple[Any, ...], rejected: int, codes: Any) -> SpanBatch:
@@ -149,9 +185,13 @@ def _batch(rows: int, columns: list[Any], folds: tuple[Any, ...], rejected: int,
 
 
 def flatten_body(raw: bytes, media: str) -> SpanBatch:
-    """A decompressed request body → its batch; raises ``UndecodableBody`` like ``parse_for_rows``."""
-    if media == PROTOBUF:
-        batch = flatten_protobuf(raw)
-        if batch is not None:
+    """A decompressed request body → its batch; raises ``UndecodableBody`` like ``parse_for_rows``
+    (and for a body the compiled decoder finds malformed, once protobuf's own parser agrees)."""
+    if media == PROTOBUF and enabled():
+        batch = _compiled(raw)
+        if batch is False:
+            parse(raw, PROTOBUF)  # raises UndecodableBody with protobuf's reason
+            log.warning("the compiled decoder called a valid request malformed; decoding it in Python")
+        elif batch is not None:
             return batch
     return flatten(parse_for_rows(raw, media))

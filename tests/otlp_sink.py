@@ -84,7 +84,7 @@ class OtlpSink:
         self.server.server_close()
 
     def spans(self) -> list[dict[str, Any]]:
-        """Every received span as {name, service, attributes, resource}."""
+        """Every received span: name, attributes, resource, and trace_id, span_id, parent_span_id in hex."""
         out = []
         for req in self.requests:
             for rs in req["request"].resource_spans:
@@ -94,6 +94,9 @@ class OtlpSink:
                         out.append(
                             {
                                 "name": span.name,
+                                "trace_id": span.trace_id.hex(),
+                                "span_id": span.span_id.hex(),
+                                "parent_span_id": span.parent_span_id.hex() or None,
                                 "resource": resource,
                                 "attributes": {kv.key: _value(kv.value) for kv in span.attributes},
                             }

@@ -88,11 +88,14 @@ def available() -> list[str]:
 
 
 def instrument(*names: str, tracer_provider: Any = None, **kwargs: Any) -> list[str]:
-    """Apply the named instrumentors (default: every available one not disabled); returns those applied."""
+    """Apply the named instrumentors now; returns those applied.
+
+    By default every available one not disabled (the declarative one when targets are configured).
+    """
     unknown = [n for n in names if n not in registry()]
     if unknown:
         raise ValueError(f"unknown instrumentation {unknown}; choose from {sorted(registry())}")
-    chosen = list(names) or [n for n in available() if n not in _disabled()]
+    chosen = list(names) or _chosen()
     applied = []
     for name in chosen:
         _armed.discard(name)
@@ -114,6 +117,13 @@ def _declarative_configured() -> bool:
     return not config.empty() or bool(config.problems)
 
 
+def _chosen() -> list[str]:
+    """The default set: available, not disabled; the declarative one only when targets are set."""
+    return [
+        n for n in available() if n not in _disabled() and (n != "declarative" or _declarative_configured())
+    ]
+
+
 @safe
 def _on_import(name: str, module: types.ModuleType) -> None:
     try:
@@ -130,9 +140,7 @@ def auto_instrument() -> list[str]:
     installed but unused SDK costs no start-up time. The declarative one only when targets are set.
     Returns the names applied or waiting for their library.
     """
-    chosen = [
-        n for n in available() if n not in _disabled() and (n != "declarative" or _declarative_configured())
-    ]
+    chosen = _chosen()
     for name in chosen:
         modules = libraries(name)
         if not modules or any(m in sys.modules for m in modules):

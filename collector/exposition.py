@@ -386,9 +386,10 @@ class Exposition(Collector):
         )
         beats = GaugeMetricFamily(
             "reach_agent_last_heartbeat_timestamp_seconds", "Unix time of the agent's last heartbeat.",
-            labels=["agent"],
+            labels=["agent", "service"],
         )  # fmt: skip
         heartbeats: dict[str, float] = {}
+        services: dict[str, str] = {}  # the P2 alert's service: the last beat's, when it was a POST
         if self._store is not None:
             now_ns = int(self._clock() * 1_000_000_000)
             for agent, stats in metrics.agent_window_stats(self._store, now_ns, self._window_s).items():
@@ -402,16 +403,23 @@ class Exposition(Collector):
                     success.add_metric(labels, (calls - stats["errors"]) / calls)
                 if stats["p99_ms"] is not None:
                     p99.add_metric(labels, stats["p99_ms"] / 1000.0)
-            for agent_id, seen in metrics.last_heartbeats(self._store, now_ns, self._lookback_s).items():
+            spans = metrics.last_heartbeats(self._store, now_ns, self._lookback_s)
+            for agent_id, seen in spans.items():
                 with self._lock:
                     heartbeats[self._agent_id(agent_id)] = seen
+            posted = getattr(self._store, "last_api_heartbeats", None)
+            for agent_id, beat in (posted(now_ns, self._lookback_s) if callable(posted) else {}).items():
+                # As the collector's P2 (StoreAlertData): a POST later than the last span wins.
+                if beat.service and beat.last_seen > spans.get(agent_id, float("-inf")):
+                    with self._lock:
+                        services[self._agent_id(agent_id)] = str(beat.service)
         with self._lock:
             for label, seen in self._heartbeats.items():
                 heartbeats[label] = max(seen, heartbeats.get(label, 0.0))
             stopped = dict(self._stopped)
         for label, seen in sorted(heartbeats.items()):
             if label != OTHER and stopped.get(label, -1.0) < seen:
-                beats.add_metric([label], seen)
+                beats.add_metric([label, services.get(label, "")], seen)
         return [success, p99, window_calls, beats]
 
 

@@ -26,7 +26,10 @@ alerting:
 
 def _beats(url: str) -> dict[str, float]:
     text = httpx.get(url + "/metrics", timeout=10).text
-    return {m[1]: float(m[2]) for m in re.finditer(rf'^{SERIES}{{agent="([^"]+)"}} (\S+)$', text, re.M)}
+    return {
+        m[1]: float(m[2])
+        for m in re.finditer(rf'^{SERIES}{{agent="([^"]+)"(?:,service="[^"]*")?}} (\S+)$', text, re.M)
+    }
 
 
 def _beat(url: str, agent: str, status: str | None = None) -> None:

@@ -28,7 +28,8 @@ def test_heartbeat_body_is_validated_and_stored(tmp_path: Path) -> None:
         rows = c.store.query("SELECT agent_id, endpoint, capabilities FROM heartbeats")
         assert rows == [("b-1", "http://b:8000", '["refund"]')]
         assert (
-            'reach_agent_last_heartbeat_timestamp_seconds{agent="b-1"}' in httpx.get(c.url + "/metrics").text
+            'reach_agent_last_heartbeat_timestamp_seconds{agent="b-1",service=""}'
+            in httpx.get(c.url + "/metrics").text
         )
 
 

@@ -152,6 +152,8 @@ def test_heartbeats_alerts_and_health(tmp_path: Path) -> None:
         attributes={sc.GEN_AI_AGENT_ID: "billing-1"},
     )
     write(store, [beat])
+    # A POSTed heartbeat names its service: the label the collector's P2 alert carries.
+    store.append("heartbeats", [("ledger-1", NOW_NS - 20 * S, "ledger-svc", None, None, None)])
     exposition = Exposition(store, clock=lambda: NOW_NS / 1e9, thresholds_ms={"billing": 2000})
     exposition.record_heartbeat("tech-1", NOW_NS / 1e9 - 5)
     exposition.set_alert_state("ReachSuccessRateLow", "P0", {"agent": "billing", "service": "svc"}, "firing")
@@ -163,8 +165,9 @@ def test_heartbeats_alerts_and_health(tmp_path: Path) -> None:
     exposition.observe_write(0.2)
     got = _samples(exposition)
     name = "reach_agent_last_heartbeat_timestamp_seconds"
-    assert _get(got, name, agent="billing-1") == pytest.approx(NOW_NS / 1e9 - 30)
-    assert _get(got, name, agent="tech-1") == pytest.approx(NOW_NS / 1e9 - 5)
+    assert _get(got, name, agent="billing-1", service="") == pytest.approx(NOW_NS / 1e9 - 30)
+    assert _get(got, name, agent="tech-1", service="") == pytest.approx(NOW_NS / 1e9 - 5)
+    assert _get(got, name, agent="ledger-1", service="ledger-svc") == pytest.approx(NOW_NS / 1e9 - 20)
     labels = {"alertname": "ReachSuccessRateLow", "severity": "P0", "agent": "billing", "service": "svc"}
     assert _get(got, "reach_alert_state", **labels, alertstate="firing") == 1
     assert not [k for k in got if k[0] == "reach_alert_state" and ("agent", "tech") in k[1]]

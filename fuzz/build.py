@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -49,20 +50,24 @@ def clang_major(cc: str) -> str:
     return found.group(1) if found else ""
 
 
-def extension(mode: str) -> Path:
-    """Where ``mode``'s build of the extension is (or will be)."""
-    return BUILD / mode / f"_fastflat{sysconfig.get_config_var('EXT_SUFFIX')}"
+def extension(folder: str) -> Path:
+    """Where the build in ``fuzz/build/<folder>`` is (or will be)."""
+    return BUILD / folder / f"_fastflat{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
-def build(mode: str = "sanitize", force: bool = False) -> Path:
-    """The extension built in ``mode``, compiling it first when it is missing or out of date."""
+def build(
+    mode: str = "sanitize", force: bool = False, extra: Sequence[str] = (), folder: str | None = None
+) -> Path:
+    """The extension built in ``mode``, compiling it first when it is missing or out of date;
+    ``extra`` flags and another ``folder`` make a variant (the tests build one with a planted bug)."""
     cc = clang()
-    out = extension(mode)
+    out = extension(folder or mode)
     command = [
         cc,
         "-shared",
         "-fPIC",
         *FLAGS[mode],
+        *extra,
         f"-I{sysconfig.get_paths()['include']}",
         str(SOURCE),
         "-o",

@@ -32,6 +32,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -245,7 +246,10 @@ def main(argv: list[str]) -> None:
     import atheris
 
     one: Any = Recorder(Path(os.environ[FINDINGS_ENV])).judge if os.environ.get(FINDINGS_ENV) else judge
-    atheris.Setup(argv, one)
+    # libFuzzer's modes that re-run their binary (-minimize_crash, -merge, -fork) run argv[0]
+    # through the shell: make it this interpreter on this script.
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).resolve()))}"
+    atheris.Setup([command, *argv[1:]], one)
     atheris.Fuzz()
 
 

@@ -193,8 +193,9 @@ def stats(output: str, summary: Summary) -> None:
         summary.corpus = corp
 
 
-def fuzz(seconds: float, workdir: Path, keep_going: bool, leaks: bool, extra: list[str]) -> Summary:
-    extension = build.build("sanitize")
+def fuzz(
+    seconds: float, workdir: Path, keep_going: bool, leaks: bool, extra: list[str], extension: Path
+) -> Summary:
     corpus, findings = workdir / "corpus", workdir / "findings"
     corpus.mkdir(parents=True, exist_ok=True)
     findings.mkdir(exist_ok=True)
@@ -260,18 +261,20 @@ def main() -> None:
     parser.add_argument("--keep-going", action="store_true", help="record findings and go on")
     parser.add_argument("--leaks", action="store_true", help="LeakSanitizer on too")
     parser.add_argument("--reproduce", type=Path, help="run one input through the sanitized build")
+    parser.add_argument("--extension", type=Path, help="a sanitized build to use (default: build.py's)")
     parser.add_argument("libfuzzer", nargs="*", help="after --: flags passed to libFuzzer")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    extension = args.extension.resolve() if args.extension else build.build("sanitize")
     if args.reproduce:
-        env = environment(build.build("sanitize"), workdir, keep_going=False, leaks=args.leaks)
+        env = environment(extension, workdir, keep_going=False, leaks=args.leaks)
         command = [sys.executable, str(TARGET), *args.libfuzzer, str(args.reproduce.resolve())]
         code, output = run_child(command, env, workdir / "reproduce.log")
         found = finding_of(output) if code else None
         print(f"reproduce: {found.signature if found else 'no finding'} (exit {code})")
         sys.exit(1 if code else 0)
-    summary = fuzz(args.seconds, workdir, args.keep_going, args.leaks, args.libfuzzer)
+    summary = fuzz(args.seconds, workdir, args.keep_going, args.leaks, args.libfuzzer, extension)
     report(summary)
     sys.exit(1 if summary.findings else 0)
 

@@ -117,12 +117,50 @@ def test_the_oracle_catches_a_decoder_that_breaks_its_invariants(
         decoder.judge(one)
 
 
+def _fuzz_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REACH_FUZZ_")}
+    env.pop("REACH_COLLECTOR_PURE_PYTHON", None)
+    return env
+
+
+# Every growth of a buffer to 512 bytes or more gets half of what it asked for (configure() only
+# allocates short names): writing the rows of a request overflows it, and AddressSanitizer must
+# say so, with the input that did it.
+PLANTED_BUG: Final = """#include <stdlib.h>
+#define realloc(p, n) realloc(p, (n) >= 512 ? (n) / 2 : (n))
+"""
+
+
+def test_the_sanitized_run_reports_a_planted_overflow(tmp_path: Path) -> None:
+    _ensure_prerequisites()
+    header = tmp_path / "planted.h"
+    header.write_text(PLANTED_BUG)
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import build; "
+        "print(build.build('sanitize', True, ['-include', sys.argv[2]], 'planted-bug'))"
+    )
+    built = subprocess.run(
+        [sys.executable, "-c", script, str(FUZZ), str(header)], capture_output=True, text=True, timeout=120
+    )
+    assert built.returncode == 0, built.stderr
+    extension = built.stdout.strip().splitlines()[-1]
+    command = [sys.executable, str(FUZZ / "run.py"), "--seconds", "30", "--workdir", str(tmp_path / "work")]
+    done = subprocess.run(
+        [*command, "--extension", extension], env=_fuzz_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    summary = json.loads((tmp_path / "work" / "summary.json").read_text())
+    signatures = [f["signature"] for f in summary["findings"]]
+    assert len(signatures) == 1 and signatures[0].startswith("asan "), signatures
+    assert "_fastflat.c" in signatures[0], signatures
+    assert summary["findings"][0]["input"], "libFuzzer saved no reproducer"
+
+
 @pytest.mark.slow
 def test_sixty_seconds_of_fuzzing_under_sanitizers_find_nothing(tmp_path: Path) -> None:
     """The bounded fuzz run: build the sanitized extension, fuzz for 60 s, fail on any finding."""
     _ensure_prerequisites()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REACH_FUZZ_")}
-    env.pop("REACH_COLLECTOR_PURE_PYTHON", None)
+    env = _fuzz_env()
     built = subprocess.run(
         [sys.executable, str(FUZZ / "build.py")], env=env, capture_output=True, text=True, timeout=120
     )

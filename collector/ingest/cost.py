@@ -179,12 +179,13 @@ def framing_cost(raw: bytes) -> Cost | None:
 
 
 def wire_cost(raw: bytes) -> Cost | None:
-    """The cost of a protobuf body without parsing it: the compiled pre-pass when it is on, else
-    the same walk in Python. None for a body whose framing is malformed."""
+    """The cost of a protobuf body without parsing it: the compiled pre-pass when it is on and
+    takes the body, else the same walk in Python. None for a body whose framing is malformed."""
     compiled = getattr(fast, "request_cost", None)
     if compiled is not None and fast.enabled():
         measured = compiled(raw)
-        return None if measured is None else Cost(int(measured), None)
+        if measured is not None:
+            return Cost(int(measured), None)
     return framing_cost(raw)
 
 

@@ -9,6 +9,7 @@ import base64
 import gzip
 import json
 import os
+import resource
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -96,10 +97,7 @@ def error_message(response: httpx.Response) -> str:
 
 def memory_kb(pid: int) -> dict[str, int]:
     """VmHWM and VmRSS (kB) of a process and its children (the decoder workers), summed."""
-    pids = [pid]
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as children:
-            pids += [int(p) for p in children.read().split()]
+    pids = [pid, *_children(pid)]
     total = {"VmHWM": 0, "VmRSS": 0}
     for p in pids:
         try:
@@ -272,6 +270,47 @@ def test_a_request_the_store_cannot_hold_is_413_not_503(tmp_path: Path) -> None:
                 stub.Export(poison_request(spans=500), timeout=60)
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert_still_storing(collector.url, 0x22)
+
+
+def _cap_address_space(pid: int, headroom: int) -> None:
+    """RLIMIT_AS of a process and its children: what each maps now plus ``headroom`` bytes."""
+    for target in [pid, *_children(pid)]:
+        with open(f"/proc/{target}/status") as status:
+            size = next(int(line.split()[1]) for line in status if line.startswith("VmSize")) * 1024
+        resource.prlimit(target, resource.RLIMIT_AS, (size + headroom, resource.RLIM_INFINITY))
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as children:
+            out += [int(p) for p in children.read().split()]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("env", "workers"),
+    [({}, 0), ({"REACH_COLLECTOR_PURE_PYTHON": "1"}, 0), ({"REACH_COLLECTOR_PURE_PYTHON": "1"}, 1)],
+    ids=["compiled", "pure-python", "pure-python-workers"],
+)
+def test_a_request_the_collector_runs_out_of_memory_decoding_is_413(
+    tmp_path: Path, env: dict[str, str], workers: int
+) -> None:
+    # The bound off, and the collector (and its decoder process) allowed 600 MB more address space
+    # than it maps: 2 000 spans under a 600 KB resource need 1.2 GB of rows, and the allocation
+    # fails mid-decode. That request is a 413; the collector, still capped, goes on storing.
+    config = tmp_path / "reach.yaml"
+    config.write_text(f"server: {{decode_workers: {workers}, max_row_bytes: 1099511627776}}\n")
+    body = gzip.compress(poison_request(spans=2000).SerializeToString())
+    with CollectorProcess(
+        tmp_path / "t.duckdb", "--config", str(config), "--retention", "0s", env=env
+    ) as collector:
+        assert collector.proc is not None
+        _cap_address_space(collector.proc.pid, 600 << 20)
+        response, _ = _post(collector.url, body, PROTOBUF, "gzip")
+        assert response.status_code == 413, response.content
+        assert "out of memory decoding" in error_message(response)
+        assert_still_storing(collector.url, 0x41)
 
 
 # --- the bound is exact, and the setting moves it (in-process collector) -------------------------

@@ -70,7 +70,11 @@ def handoff(
 def session(
     session_id: str | None = None, user_id: str | None = None, task_id: str | None = None
 ) -> Iterator[SessionInfo]:
-    """Spans started inside carry the session (``gen_ai.conversation.id``), user and task ids."""
+    """Spans started inside carry the session (``gen_ai.conversation.id``), user and task ids.
+
+    The ids (printable text, at most 256 characters each) also travel in W3C baggage, so the spans
+    of a remote agent this session calls over HTTP carry them too.
+    """
     with get_handler().session(session_id, user_id, task_id) as info:
         yield info
 

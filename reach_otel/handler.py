@@ -60,9 +60,29 @@ def current_llm(ctx: otel_context.Context | None = None) -> LLMInvocation | None
     return value if isinstance(value, LLMInvocation) else None
 
 
+#: Where each id of a session travels in W3C baggage, in SessionInfo's field order.
+_SESSION_BAGGAGE = (sc.BAGGAGE_SESSION_ID, sc.BAGGAGE_USER_ID, sc.BAGGAGE_TASK_ID)
+
+
 def current_session(ctx: otel_context.Context | None = None) -> SessionInfo | None:
-    value = (ctx if ctx is not None else otel_context.get_current()).get(_SESSION_KEY)
-    return value if isinstance(value, SessionInfo) else None
+    """The session entered in this process, else the one a caller sent in baggage (bounded ids)."""
+    ctx = ctx if ctx is not None else otel_context.get_current()
+    value = ctx.get(_SESSION_KEY)
+    if isinstance(value, SessionInfo):
+        return value
+    entries = baggage.get_all(ctx)
+    if not entries:
+        return None
+    ids = [hf.clean_id(entries.get(key)) for key in _SESSION_BAGGAGE]
+    return SessionInfo(*ids) if any(ids) else None
+
+
+def adopt_session(ctx: otel_context.Context) -> otel_context.Context:
+    """``ctx`` holding the caller's session from its baggage, so the spans under it look it up cheaply."""
+    if ctx.get(_SESSION_KEY) is not None:
+        return ctx
+    session = current_session(ctx)
+    return ctx if session is None else otel_context.set_value(_SESSION_KEY, session, ctx)
 
 
 def suppressed(ctx: otel_context.Context | None = None) -> bool:
@@ -144,9 +164,8 @@ class TelemetryHandler:
             attrs[sc.REACH_AGENT_ROLE] = role
         if description:
             attrs[sc.GEN_AI_AGENT_DESCRIPTION] = description
-        session = ctx.get(_SESSION_KEY)
-        if session is not None:
-            _session_attributes(session, attrs)  # type: ignore[arg-type]
+        session = current_session(ctx)
+        _session_attributes(session, attrs)
         parent = trace.get_current_span(ctx).get_span_context()
         state: hf.HopState | None = None
         if parent.is_valid:
@@ -161,6 +180,8 @@ class TelemetryHandler:
             self._hop_state(ctx, span.get_span_context().trace_id).visit_first(name)
         inv = AgentInvocation(self, span, ctx, parent.is_valid is False, name)
         inv.ctx = otel_context.set_value(_AGENT_KEY, inv, trace.set_span_in_context(span, ctx))
+        if session is not None and ctx.get(_SESSION_KEY) is None:  # the caller's, from baggage
+            inv.ctx = otel_context.set_value(_SESSION_KEY, session, inv.ctx)
         return inv
 
     # -- llm & tool ------------------------------------------------------------------------------
@@ -376,10 +397,16 @@ class TelemetryHandler:
     def session(
         self, session_id: str | None = None, user_id: str | None = None, task_id: str | None = None
     ) -> Iterator[SessionInfo]:
-        info = SessionInfo(session_id, user_id, task_id)
+        info = SessionInfo(hf.clean_id(session_id), hf.clean_id(user_id), hf.clean_id(task_id))
         token = None
         try:
-            token = otel_context.attach(otel_context.set_value(_SESSION_KEY, info))
+            ctx = otel_context.set_value(_SESSION_KEY, info)
+            for key, value in zip(
+                _SESSION_BAGGAGE, (info.session_id, info.user_id, info.task_id), strict=True
+            ):
+                # In baggage too, so inject() carries the ids to the agents this session calls.
+                ctx = baggage.set_baggage(key, value, ctx) if value else baggage.remove_baggage(key, ctx)
+            token = otel_context.attach(ctx)
         except Exception:  # telemetry must never raise into user code
             logger.debug("reach_otel: session attach failed", exc_info=True)
         try:

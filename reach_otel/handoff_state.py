@@ -2,7 +2,9 @@
 
 Hop state lives with the request: in-process it is kept per trace id (so agents that run one after
 another inside one workflow still count), across processes it travels in W3C baggage as
-``reach.hops`` and ``reach.path`` — bounded, and the only values we ever read from baggage.
+``reach.hops`` and ``reach.path``, beside the session's ids (``reach.session``, ``reach.user``,
+``reach.task``) — all bounded, and the only values we ever read from baggage. They become span
+attributes; nothing is configured from them.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def final_status(state: str, *, errored: bool) -> str:
 MAX_PATH: Final = 16  # agents kept in the visited path (and in baggage)
 MAX_NAME: Final = 64  # characters kept of one agent name in baggage
 MAX_HOPS_VALUE: Final = 1_000_000  # a hostile baggage value cannot make the counter absurd
+MAX_ID: Final = 256  # characters kept of a session, user or task id (in-process and in baggage)
 
 
 def find_cycle(path: Sequence[str]) -> tuple[str, ...] | None:
@@ -149,3 +152,14 @@ def decode_path(raw: object) -> list[str]:
         return []
     names = [_clean(p) for p in raw[: MAX_PATH * (MAX_NAME + 1)].split(",")]
     return [n for n in names if n][-MAX_PATH:]
+
+
+def clean_id(raw: object) -> str | None:
+    """A session, user or task id as it is kept and sent: text without control characters, at most
+    ``MAX_ID`` characters; ``None`` when nothing is left."""
+    if raw is None:
+        return None
+    if isinstance(raw, str) and len(raw) <= MAX_ID and raw.isprintable() and raw.strip() == raw:
+        return raw or None  # the usual case, without a copy
+    text = "".join(ch for ch in str(raw)[: MAX_ID * 2] if ch.isprintable()).strip()[:MAX_ID]
+    return text or None

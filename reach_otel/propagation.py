@@ -2,7 +2,9 @@
 
 A carrier is either a header dict (W3C ``traceparent``, ``tracestate``, ``baggage``) or an
 ``/invoke`` body, whose ``context`` gets ``trace_id`` (32 hex) plus the same W3C fields so the
-parent span survives the hop. Baggage carries only ``reach.hops`` and ``reach.path``.
+parent span survives the hop. Our baggage is ``reach.hops`` and ``reach.path``, and the ids of the
+session being served (``reach.session``, ``reach.user``, ``reach.task``, set by ``session()``): the
+far side's spans carry them as ``gen_ai.conversation.id``, ``user.id`` and ``reach.task.id``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, forma
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import logger, safe
-from reach_otel.handler import get_handler
+from reach_otel.handler import adopt_session, get_handler
 
 C = TypeVar("C", bound=MutableMapping[str, Any])
 
@@ -100,14 +102,14 @@ def extract(
         if not isinstance(carrier, Mapping):
             return base
         if not is_invoke_body(carrier):
-            return propagate.extract(_lower_headers(carrier), context=base)
+            return adopt_session(propagate.extract(_lower_headers(carrier), context=base))
         inner = carrier.get(sc.INVOKE_CONTEXT)
         inner = inner if isinstance(inner, Mapping) else {}
         fields = {k: v for k, v in _lower_headers(inner).items() if k in _W3C_FIELDS and isinstance(v, str)}
         ctx = propagate.extract(fields, context=base)
         if not trace.get_current_span(ctx).get_span_context().is_valid:
             ctx = _context_from_trace_id(inner.get(sc.INVOKE_TRACE_ID), ctx)
-        return ctx
+        return adopt_session(ctx)
     except Exception:  # telemetry must never raise into user code
         logger.debug("reach_otel: extract failed", exc_info=True)
         return base

@@ -125,6 +125,9 @@ EVENT_GATE_TRIGGERED: Final = "reach.gate.triggered"
 # --- W3C baggage keys (the only things that travel in baggage) -----------------------------------
 BAGGAGE_HOPS: Final = "reach.hops"
 BAGGAGE_PATH: Final = "reach.path"
+BAGGAGE_SESSION_ID: Final = "reach.session"  # → gen_ai.conversation.id on the far side
+BAGGAGE_USER_ID: Final = "reach.user"  # → user.id
+BAGGAGE_TASK_ID: Final = "reach.task"  # → reach.task.id
 
 # --- the /invoke body -----------------------------------------------------------------------------
 INVOKE_CONTEXT: Final = "context"

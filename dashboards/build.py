@@ -21,11 +21,11 @@ PACKAGE_DIR: Final = HERE.parent / "reach_otel" / "_dashboards"
 GRAFANA_DIR: Final = HERE / "grafana"
 SCHEMA_VERSION: Final = 39
 DATASOURCE: Final = {"type": "prometheus", "uid": "${datasource}"}
-# Where the trace search lives; a dashboard variable so each site points it at its own collector.
-TRACE_SEARCH: Final = (
-    "${collector_url}/api/traces?agent=${__field.labels.agent}"
-    "&since=${__from:date:iso}&until=${__to:date:iso}&limit=100"
-)
+# Where the traces live: the collector's web console (/ui/traces, each trace at /ui/trace/{id}) and
+# its JSON search, through the `collector_url` variable so each site points at its own collector.
+_TRACE_QUERY: Final = "agent=${__field.labels.agent}&since=${__from:date:iso}&until=${__to:date:iso}"
+TRACE_CONSOLE: Final = "${collector_url}/ui/traces?" + _TRACE_QUERY
+TRACE_SEARCH: Final = "${collector_url}/api/traces?" + _TRACE_QUERY + "&limit=100"
 TEMPO_SEARCH: Final = "${collector_url}/tempo/api/search?tags=gen_ai.agent.name%3D${__field.labels.agent}"
 WIDTH: Final = 24
 
@@ -116,14 +116,23 @@ COLLECTOR_URL_VARIABLE: Final = textbox(
     "collector_url",
     "Collector URL",
     "http://127.0.0.1:4318",
-    "Base URL of the reach-otel collector, used by the data links to its trace search.",
+    "Base URL of the reach-otel collector, used by the data links to its web console and trace search.",
 )
 
 
 def _links(panel: Panel) -> list[dict[str, Any]]:
     links: list[dict[str, Any]] = []
     if panel.agent_links:
-        links.append({"title": "Traces of ${__field.labels.agent}", "url": TRACE_SEARCH, "targetBlank": True})
+        links.append(
+            {"title": "Traces of ${__field.labels.agent}", "url": TRACE_CONSOLE, "targetBlank": True}
+        )
+        links.append(
+            {
+                "title": "Trace search of ${__field.labels.agent} (JSON)",
+                "url": TRACE_SEARCH,
+                "targetBlank": True,
+            }
+        )
         links.append(
             {"title": "Tempo search for ${__field.labels.agent}", "url": TEMPO_SEARCH, "targetBlank": True}
         )
@@ -131,7 +140,7 @@ def _links(panel: Panel) -> list[dict[str, Any]]:
         links.append(
             {
                 "title": "Failed traces of ${__field.labels.agent}",
-                "url": TRACE_SEARCH + "&status=error",
+                "url": TRACE_CONSOLE + "&status=error",
                 "targetBlank": True,
             }
         )
@@ -225,6 +234,7 @@ def render(dashboard: Dashboard) -> dict[str, Any]:
     variables = [datasource_variable()]
     if dashboard.with_agent:
         variables.append(agent_variable())
+    variables.append(COLLECTOR_URL_VARIABLE)
     variables.extend(dashboard.extra_variables)
     return {
         "uid": dashboard.uid,
@@ -263,7 +273,14 @@ def render(dashboard: Dashboard) -> dict[str, Any]:
                 "asDropdown": True,
                 "includeVars": True,
                 "keepTime": True,
-            }
+            },
+            {
+                "title": "Trace console",
+                "type": "link",
+                "url": "${collector_url}/ui/traces",
+                "targetBlank": True,
+                "tooltip": "The collector's web console: traces, agents, alerts",
+            },
         ],
         "templating": {"list": variables},
         "panels": panels,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from build import COLLECTOR_URL_VARIABLE, Dashboard, Panel, textbox
+from build import Dashboard, Panel
 from promql import (
     ACCEPTED,
+    AGENT_SEL,
+    CALLS,
     HANDOFFS,
     HOPS,
     LE_2,
@@ -17,28 +19,20 @@ from promql import (
     cost,
     handoff_share,
     histogram_quantile,
+    zero_if_none,
 )
 
 MULTI_AGENT: Final = Dashboard(
     uid="reach-multi-agent",
     title="reach-otel / Multi-agent",
     description="Handoffs and their efficiency, hops per request, loops, tokens and estimated cost.",
-    extra_variables=(
-        COLLECTOR_URL_VARIABLE,
-        textbox(
-            "input_price", "Input USD / 1M tokens", "0.15", "Price of 1M input tokens for the cost panels."
-        ),
-        textbox(
-            "output_price", "Output USD / 1M tokens", "0.60", "Price of 1M output tokens for the cost panels."
-        ),
-    ),
     panels=(
         Panel(
             "stat",
             "Handoffs per minute",
             "Agent-to-agent handoffs started by the selected agents, per "
             "minute. A jump without more requests usually means agents bounce work between each other.",
-            [(f'sum(rate({HANDOFFS}{{source=~"$agent"}}{RI})) * 60', "handoffs/min")],
+            [(zero_if_none(f'sum(rate({HANDOFFS}{{source=~"$agent"}}{RI}))') + " * 60", "handoffs/min")],
             "reqpm",
             (("blue", None),),
             width=6,
@@ -47,9 +41,10 @@ MULTI_AGENT: Final = Dashboard(
         Panel(
             "stat",
             "Handoff efficiency",
-            "Handoffs resolved at the target (status committed) / handoffs "
-            "triggered over the time range. Below 80 % the receiving agents reject or fail much of "
-            "what they get.",
+            "Handoffs resolved at the target (outcome committed) / handoffs "
+            "triggered over the time range, as /api/metrics/agents counts them: a recorded status "
+            "stands, a handoff with none takes its target's next agent span (inferred). Below 80 % the "
+            "receiving agents reject or fail much of what they get.",
             [(handoff_share('status="committed"'), "efficiency")],
             "percentunit",
             (("red", None), ("orange", 0.8), ("green", 0.95)),
@@ -109,11 +104,27 @@ MULTI_AGENT: Final = Dashboard(
         ),
         Panel(
             "timeseries",
+            "Handoffs by outcome",
+            "Handoffs per minute by outcome (SPEC §11), the one "
+            "the trace view and /api/metrics/agents show: (inferred) where no status was recorded and "
+            "the target's next agent span decided. A handoff is counted once its outcome is known.",
+            [
+                (
+                    f'sum by (status, inferred) (rate({HANDOFFS}{{source=~"$agent"}}{RI})) * 60',
+                    "{{status}} (inferred={{inferred}})",
+                )
+            ],
+            "reqpm",
+            stack=True,
+        ),
+        Panel(
+            "timeseries",
             "Handoff outcome rates",
             "Acceptance (accepted, running, committed or failed / "
             "all), commit (committed / accepted), unknown (unknown or expired / all) and escalation "
-            "(mode escalate / all). Rising unknown means targets time out; rising escalation means "
-            "agents give up.",
+            "(mode escalate / all), and the share whose outcome was inferred from the target's next "
+            "agent span (no status recorded). Rising unknown means targets time out; rising escalation "
+            "means agents give up.",
             [
                 (handoff_share(f'status=~"{ACCEPTED}"', RI), "acceptance"),
                 (
@@ -123,6 +134,7 @@ MULTI_AGENT: Final = Dashboard(
                 ),
                 (handoff_share('status=~"unknown|expired"', RI), "unknown"),
                 (handoff_share('mode="escalate"', RI), "escalation"),
+                (handoff_share('inferred="true"', RI), "inferred"),
             ],
             "percentunit",
             min=0,
@@ -155,7 +167,13 @@ MULTI_AGENT: Final = Dashboard(
             "Loops detected by agent",
             "Loop detections by the agent whose handoff closed "
             "the cycle, over the time range. Open its traces to see the visited path.",
-            [(f'sum by (agent) (increase({LOOPS}{{agent=~"$agent"}}{RANGE}))', "{{agent}}")],
+            [
+                (
+                    f'sum by (agent) (increase({LOOPS}{{agent=~"$agent"}}{RANGE})) or '
+                    f"sum by (agent) (increase({CALLS}{{{AGENT_SEL}}}{RANGE})) * 0",
+                    "{{agent}}",
+                )
+            ],
             "short",
             (("green", None), ("orange", 1.0), ("red", 10.0)),
             instant=True,
@@ -201,9 +219,9 @@ MULTI_AGENT: Final = Dashboard(
         Panel(
             "bargauge",
             "Estimated cost per agent",
-            "Tokens over the time range × the dashboard's price "
-            "variables (USD per 1M input / output tokens; one price for every model). The collector's "
-            "/api/metrics/agents applies its per-model price table instead.",
+            "LLM cost over the time range, priced by the collector "
+            "at ingest from its per-model price table (config `prices`, USD per 1M tokens), as "
+            "/api/metrics/agents prices it. An agent missing here used only models the table lacks.",
             [
                 (
                     cost("agent"),
@@ -217,7 +235,8 @@ MULTI_AGENT: Final = Dashboard(
         Panel(
             "bargauge",
             "Estimated cost per model",
-            "Tokens by model over the time range × the price variables (USD per 1M tokens).",
+            "LLM cost by model over the time range at the collector's "
+            "price table; a model missing from the table has no cost (unknown, not 0).",
             [
                 (
                     cost("model"),

@@ -4,14 +4,31 @@ from __future__ import annotations
 
 from typing import Final
 
-from build import COLLECTOR_URL_VARIABLE, Dashboard, Panel
-from promql import HEARTBEAT_STEPS, LATENCY_STEPS, SUCCESS_STEPS, all_rate, ok_rate, quantile
+from build import Dashboard, Panel
+from promql import (
+    HEARTBEAT_STEPS,
+    LATENCY_STEPS,
+    SUCCESS_STEPS,
+    all_rate,
+    gauge,
+    ok_rate,
+    quantile,
+    success_ratio,
+    zero_if_none,
+)
+
+
+def alerts(state: str = "") -> str:
+    """One series per alert, whatever the number of collectors exporting it (SPEC §16)."""
+    only = f'alertstate="{state}", ' if state else ""
+    by = "alertname, severity, agent, service, alertstate"
+    return f'max by ({by}) (reach_alert_state{{{only}agent=~"$agent"}})'
+
 
 OVERVIEW: Final = Dashboard(
     uid="reach-overview",
     title="reach-otel / Overview",
     description="Golden metrics per agent (throughput, success rate, P95/P99) and the alerts they drive.",
-    extra_variables=(COLLECTOR_URL_VARIABLE,),
     panels=(
         Panel(
             "stat",
@@ -19,7 +36,7 @@ OVERVIEW: Final = Dashboard(
             "Successful agent calls per minute, all selected agents together "
             "(§0: throughput counts successes only). Worry when it drops while traffic does not: "
             "calls are failing or stuck.",
-            [(f"sum({ok_rate()}) * 60", "ok calls/min")],
+            [(zero_if_none(f"sum({ok_rate()})") + " * 60", "ok calls/min")],
             "reqpm",
             (("blue", None),),
             width=6,
@@ -30,7 +47,7 @@ OVERVIEW: Final = Dashboard(
             "Success rate",
             "Share of agent calls whose span status is not ERROR over the "
             "rate interval. Below 50 % for 5 minutes pages on-call (P0); below 95 % deserves a look.",
-            [(f"sum({ok_rate()}) / sum({all_rate()})", "success")],
+            [(zero_if_none(f"sum({ok_rate()})") + f" / sum({all_rate()})", "success")],
             "percentunit",
             SUCCESS_STEPS,
             width=6,
@@ -55,8 +72,8 @@ OVERVIEW: Final = Dashboard(
             "Alerts of the selected agents now firing and pending (collector rules "
             "P0/P1/P2). Any firing P0 means someone is being paged.",
             [
-                ('count(reach_alert_state{alertstate="firing", agent=~"$agent"}) or vector(0)', "firing"),
-                ('count(reach_alert_state{alertstate="pending", agent=~"$agent"}) or vector(0)', "pending"),
+                (f"count({alerts('firing')}) or vector(0)", "firing"),
+                (f"count({alerts('pending')}) or vector(0)", "pending"),
             ],
             "short",
             (("green", None), ("red", 1.0)),
@@ -77,7 +94,7 @@ OVERVIEW: Final = Dashboard(
             "Success rate per agent",
             "ok / all calls per agent over the rate interval. "
             "The red line is the P0 threshold (50 %); sustained dips below it page on-call.",
-            [(f"{ok_rate()} / {all_rate()}", "{{agent}}")],
+            [(success_ratio(), "{{agent}}")],
             "percentunit",
             SUCCESS_STEPS,
             min=0,
@@ -111,7 +128,7 @@ OVERVIEW: Final = Dashboard(
             "Current success ratio (P0 input)",
             "Success ratio per agent over the collector's "
             "trailing 1-minute window, exactly what rule P0 evaluates (shown only for agents with calls).",
-            [('reach_agent_success_ratio{agent=~"$agent"}', "{{agent}}")],
+            [(gauge("reach_agent_success_ratio"), "{{agent}}")],
             "percentunit",
             SUCCESS_STEPS,
             width=8,
@@ -126,7 +143,7 @@ OVERVIEW: Final = Dashboard(
             "Current P99 (P1 input)",
             "P99 latency per agent over the trailing 1-minute "
             "window, what rule P1 compares with 1.5 × the agent's threshold.",
-            [('reach_agent_latency_p99_seconds{agent=~"$agent"}', "{{agent}}")],
+            [(gauge("reach_agent_latency_p99_seconds"), "{{agent}}")],
             "s",
             LATENCY_STEPS,
             width=8,
@@ -138,7 +155,7 @@ OVERVIEW: Final = Dashboard(
             "Heartbeat age (P2 input)",
             "Seconds since each agent's last heartbeat. Agents "
             "renew every 30 s; past 60 s rule P2 deregisters the agent (nobody is paged).",
-            [('time() - reach_agent_last_heartbeat_timestamp_seconds{agent=~"$agent"}', "{{agent}}")],
+            [(f"time() - {gauge('reach_agent_last_heartbeat_timestamp_seconds')}", "{{agent}}")],
             "s",
             HEARTBEAT_STEPS,
             width=8,
@@ -161,13 +178,7 @@ OVERVIEW: Final = Dashboard(
             "Active alerts",
             "Every pending or firing alert with its labels. Pending means the "
             "condition holds but not yet for the rule's `for` duration; firing means it notified.",
-            [
-                (
-                    "sum by (alertname, severity, agent, service, alertstate) "
-                    '(reach_alert_state{agent=~"$agent"})',
-                    "",
-                )
-            ],
+            [(alerts(), "")],
             "short",
             (("green", None), ("red", 1.0)),
             instant=True,

@@ -2,6 +2,10 @@
 
 Series are those of the collector's `/metrics` (collector/exposition.py). `$__rate_interval` for
 rates, `$__range` for totals over the picked time range; `$agent` is a regex (All = `.*`).
+
+Several collectors (SPEC §16) each export their own counters, so counters are always summed; the
+window gauges (success ratio, P99, window calls, heartbeats) are read from the shared store, so every
+collector reports the same value and they are combined with `max`, never summed.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from typing import Final
 CALLS: Final = "reach_agent_calls_total"
 DURATION: Final = "reach_agent_call_duration_seconds_bucket"
 TOKENS: Final = "reach_agent_tokens_total"
+COST: Final = "reach_agent_cost_usd_total"
 HANDOFFS: Final = "reach_handoffs_total"
 LOOPS: Final = "reach_loops_detected_total"
 HOPS: Final = "reach_request_hops"
@@ -35,6 +40,21 @@ def all_rate(by: str = "agent") -> str:
     return f"sum by ({by}) (rate({CALLS}{{{AGENT_SEL}}}{RI}))"
 
 
+def success_ratio(by: str = "agent") -> str:
+    """ok / all calls; 0 (not "no data") for a group whose every call failed."""
+    return f"({ok_rate(by)} or {all_rate(by)} * 0) / {all_rate(by)}"
+
+
+def gauge(name: str) -> str:
+    """One value per agent of a store-derived gauge, whatever the number of collectors."""
+    return f'max by (agent) ({name}{{agent=~"$agent"}})'
+
+
+def zero_if_none(expr: str) -> str:
+    """A single-value sum that is 0, not "no data", when nothing happened."""
+    return f"({expr} or vector(0))"
+
+
 def quantile(q: float, by: str = "agent") -> str:
     return f"histogram_quantile({q}, sum by ({by}, le) (rate({DURATION}{{{AGENT_SEL}}}{RI})))"
 
@@ -47,11 +67,9 @@ def handoff_share(selector: str, window: str = RANGE) -> str:
 
 
 def cost(by: str) -> str:
-    """Estimated USD by ``by`` over the range: tokens × the dashboard's price variables."""
-    sel = 'agent=~"$agent"'
-    tin = f'increase({TOKENS}{{type="input", {sel}}}{RANGE}) * $input_price'
-    tout = f'increase({TOKENS}{{type="output", {sel}}}{RANGE}) * $output_price'
-    return f"sum by ({by}) (({tin}) or ({tout})) / 1e6"
+    """USD by ``by`` over the range, priced by the collector at ingest from its ``prices`` table
+    (the same per-model prices as /api/metrics/agents); unpriced models have no series."""
+    return f'sum by ({by}) (increase({COST}{{agent=~"$agent"}}{RANGE}))'
 
 
 def histogram_quantile(q: float, bucket: str) -> str:

@@ -19,6 +19,8 @@ from reach_otel.config import load_settings
 from reach_otel.handler import TelemetryHandler, set_handler
 
 AGENTS = ("TriageAgent", "BillingAgent", "TechAgent")
+# The collector's price table for this traffic's models (config `prices`, USD per 1M tokens).
+PRICES = {"fake-small": {"input": 0.15, "output": 0.60}, "fake-large": {"input": 2.5, "output": 10.0}}
 
 
 class InvoiceError(Exception):

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import pytest
+import yaml
 from dashboard_helpers import DASHBOARDS, GRAFANA_DIR, load_dashboards, panels
 
 from reach_otel.dashboards_cli import load_dashboards as packaged_dashboards
@@ -96,9 +97,48 @@ def test_agent_panels_link_to_the_trace_search() -> None:
             links = panel["fieldConfig"]["defaults"].get("links", [])
             if by_agent:
                 urls = [link["url"] for link in links]
+                # The collector's web console and its JSON search, at the `collector_url` variable.
+                assert "${collector_url}/ui/traces?agent=${__field.labels.agent}" in " ".join(urls), panel
                 assert any("/api/traces?agent=${__field.labels.agent}" in u for u in urls), panel["title"]
                 linked += 1
     assert linked >= 8
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARD_FILES))
+def test_collector_url_is_a_variable_of_every_dashboard(name: str) -> None:
+    variables = {v["name"]: v for v in DASHBOARD_FILES[name]["templating"]["list"]}
+    assert variables["collector_url"]["type"] == "textbox"
+    links = {link.get("title"): link for link in DASHBOARD_FILES[name]["links"]}
+    assert links["Trace console"]["url"] == "${collector_url}/ui/traces"
+
+
+def test_cost_comes_from_the_collector_price_table() -> None:
+    """No price text boxes: cost panels read reach_agent_cost_usd_total (priced at ingest)."""
+    cost_panels = 0
+    for dashboard in DASHBOARD_FILES.values():
+        names = {v["name"] for v in dashboard["templating"]["list"]}
+        assert not names & {"input_price", "output_price"}
+        for panel in panels(dashboard):
+            if panel["fieldConfig"]["defaults"]["unit"] == "currencyUSD":
+                cost_panels += 1
+                for target in panel["targets"]:
+                    assert "reach_agent_cost_usd_total" in target["expr"]
+                    assert "reach_agent_tokens_total" not in target["expr"]
+    assert cost_panels == 2
+
+
+def test_store_gauges_are_never_summed_over_collectors() -> None:
+    """Counters add up over N collectors (sum); the window gauges repeat the shared store's value."""
+    gauges = ("reach_agent_success_ratio", "reach_agent_latency_p99_seconds", "reach_agent_last_heartbeat")
+    doc = yaml.safe_load((DASHBOARDS / "prometheus" / "reach-rules.yml").read_text())
+    exprs = [rule["expr"] for group in doc["groups"] for rule in group["rules"]]
+    exprs += [t["expr"] for d in DASHBOARD_FILES.values() for p in panels(d) for t in p["targets"]]
+    for expr in exprs:
+        for gauge in gauges:
+            for match in re.finditer(gauge, expr):
+                before = expr[: match.start()]
+                assert re.search(r"(max|min) by \([^)]*\) \($|max\($", before), expr
+                assert not before.rstrip().endswith("sum("), expr
 
 
 def test_committed_copies_equal_a_fresh_build() -> None:

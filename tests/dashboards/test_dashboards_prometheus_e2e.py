@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from collector_process import free_port
 from dashboard_helpers import DASHBOARDS, PromTools, load_dashboards, panels, substitute
-from dashboard_traffic import Traffic
+from dashboard_traffic import PRICES, Traffic
 
 RATE_INTERVAL = "10s"  # ≥ 4 × the 1 s scrape interval, as Grafana's $__rate_interval would be
 RANGE = "1m"
@@ -129,7 +129,7 @@ def _wait_for_scrapes(prometheus: str, count: int, timeout: float = 60) -> None:
 def test_every_dashboard_query_runs_on_real_prometheus(
     start_collector: Callable[..., Any], prometheus: Callable[[str], str]
 ) -> None:
-    collector = start_collector()
+    collector = start_collector(prices=PRICES)  # the cost panels read the collector's priced tokens
     traffic = Traffic(collector.url).start()
     try:
         prom = prometheus(collector.url.removeprefix("http://"))

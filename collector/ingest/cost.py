@@ -47,6 +47,7 @@ _LEN, _VARINT, _I64, _I32 = 2, 0, 1, 5  # protobuf wire types
 _RESOURCE_SPANS: Final = 1  # ExportTraceServiceRequest.resource_spans
 _HEADER: Final = 1  # ResourceSpans.resource and ScopeSpans.scope
 _CHILD: Final = 2  # ResourceSpans.scope_spans and ScopeSpans.spans
+_CHILD_TAG: Final = _CHILD << 3 | _LEN
 
 
 class RowBudgetExceeded(BodyTooLarge):
@@ -119,13 +120,27 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _walk(buf: bytes, start: int, end: int) -> tuple[int, list[tuple[int, int]]]:
-    """The message ``buf[start:end]`` → (payload bytes of its field 1, the (start, end) of each
-    payload of its field 2): a resource or scope header and the child records, from the framing."""
-    header = 0
+def _walk(buf: bytes, start: int, end: int, keep: bool) -> tuple[int, int, list[tuple[int, int]]]:
+    """The message ``buf[start:end]`` → (payload bytes of its field 1, how many field-2 records it
+    has, and when ``keep`` their payloads' (start, end)): a resource or scope header and its child
+    records, from the framing alone."""
+    header = count = 0
     children: list[tuple[int, int]] = []
     pos = start
     while pos < end:
+        if buf[pos] == _CHILD_TAG:  # the common record (a span, a scope's spans), read inline
+            size = buf[pos + 1] if pos + 1 < end else 0x80
+            if size < 0x80:
+                payload = pos + 2
+            else:
+                size, payload = _varint(buf, pos + 1)
+            pos = payload + size
+            if pos > end:
+                raise _Malformed
+            count += 1
+            if keep:
+                children.append((payload, pos))
+            continue
         key, pos = _varint(buf, pos)
         field, wire = key >> 3, key & 7
         payload = pos
@@ -144,9 +159,11 @@ def _walk(buf: bytes, start: int, end: int) -> tuple[int, list[tuple[int, int]]]
             raise _Malformed
         if wire == _LEN and field == _HEADER:
             header += pos - payload
-        elif wire == _LEN and field == _CHILD:
-            children.append((payload, pos))
-    return header, children
+        elif wire == _LEN and field == _CHILD:  # a tag written in more bytes than it needs
+            count += 1
+            if keep:
+                children.append((payload, pos))
+    return header, count, children
 
 
 def framing_cost(raw: bytes) -> Cost | None:
@@ -168,11 +185,11 @@ def framing_cost(raw: bytes) -> Cost | None:
                 resources.append((pos, pos + size))
             pos += size
         for r_start, r_end in resources:
-            resource, scopes = _walk(raw, r_start, r_end)
+            resource, _, scopes = _walk(raw, r_start, r_end, keep=True)
             for s_start, s_end in scopes:
-                scope, records = _walk(raw, s_start, s_end)
-                spans += len(records)
-                total += len(records) * (resource + scope)
+                scope, count, _ = _walk(raw, s_start, s_end, keep=False)
+                spans += count
+                total += count * (resource + scope)
     except _Malformed:
         return None
     return Cost(total, spans)

@@ -447,6 +447,16 @@ def test_framing_walk_on_truncated_bodies() -> None:
         assert measured is not None and measured.bytes == cost.message_cost(parsed, end).bytes
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.data())
+def test_the_framing_walk_takes_any_bytes(noise: bytes, data: st.DataObject) -> None:
+    raw = _generated([(50, [("a", 2)], True)])
+    at = data.draw(st.integers(0, len(raw)))
+    for body in (noise, raw[:at] + noise + raw[at:]):
+        measured = cost.framing_cost(body)  # never raises: None, or a cost of at least the body
+        assert measured is None or measured.bytes >= len(body)
+
+
 def _compiled_cost() -> Callable[[bytes], int | None]:
     compiled = getattr(fast, "request_cost", None)
     if compiled is None:

@@ -38,6 +38,9 @@ Wrap = Callable[[Callable[..., Any]], Any]
 _TRANSFER_PREFIXES = ("transfer_to_", "handoff_to_", "transfer_", "handoff_")
 
 
+_INHERITED = object()  # a patch's original when the attribute came from a base class
+
+
 @dataclass
 class _Patch:
     owner: Any
@@ -57,9 +60,25 @@ def _names(namespace: Any, pattern: str) -> list[str]:
     return [n for n in fnmatch.filter(namespace, pattern) if pattern.startswith("_") or not n.startswith("_")]
 
 
+def _inherited(owner: Any, name: str) -> dict[str, Any]:
+    """``{name: raw}`` from the nearest base class defining ``name`` (``Billing.run`` named outright
+    where ``run`` is ``BaseAgent``'s: wrapped on ``Billing`` alone); empty when none does."""
+    for base in owner.__mro__[1:]:
+        if base is not object and name in vars(base):
+            return {name: vars(base)[name]}
+    return {}
+
+
 def _callables(owner: Any, pattern: str, *, leaf: bool) -> list[tuple[str, Any]]:
     """(name, raw attribute) pairs of ``owner`` matching ``pattern``: functions at the leaf, else classes."""
-    namespace = vars(owner)
+    namespace: Any = vars(owner)
+    if (
+        leaf
+        and inspect.isclass(owner)
+        and pattern not in namespace
+        and not ("*" in pattern or "?" in pattern)
+    ):
+        namespace = _inherited(owner, pattern)
     found = []
     for name in _names(namespace, pattern):
         raw = namespace[name]
@@ -254,8 +273,9 @@ class Applier:
             key = (id(owner), name, kind)
             if wrap is None or key in self.done or (_is_wrapped(raw) and kind != "HANDOFFS"):
                 continue
+            inherited = inspect.isclass(owner) and name not in vars(owner)
             setattr(owner, name, _rewrap(raw, wrap))
-            self.patches.append(_Patch(owner, name, raw))
+            self.patches.append(_Patch(owner, name, _INHERITED if inherited else raw))
             self.done.add(key)
         return bool(matches)
 
@@ -323,7 +343,10 @@ class Applier:
         self.active = False
         main_module.unlisten(self._main_class)
         for patch in reversed(self.patches):
-            setattr(patch.owner, patch.name, patch.original)
+            if patch.original is _INHERITED:
+                delattr(patch.owner, patch.name)
+            else:
+                setattr(patch.owner, patch.name, patch.original)
         self.patches.clear()
         self.done.clear()
         for cls in self.exceptions:

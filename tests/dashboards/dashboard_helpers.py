@@ -7,6 +7,10 @@ import json
 import os
 import shutil
 import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -111,3 +115,28 @@ def substitute(expr: str, variables: dict[str, str]) -> str:
     for name in sorted(variables, key=len, reverse=True):
         expr = expr.replace("${" + name + "}", variables[name]).replace("$" + name, variables[name])
     return expr
+
+
+# --- Prometheus's HTTP API -------------------------------------------------------------------------
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def query(prometheus: str, expr: str) -> dict[str, Any]:
+    """An instant query at now through Prometheus's HTTP API (a parse error comes back as JSON)."""
+    url = f"{prometheus}/api/v1/query?" + urllib.parse.urlencode(
+        {"query": expr, "time": f"{time.time():.3f}"}
+    )
+    try:
+        return dict(get_json(url))
+    except urllib.error.HTTPError as exc:  # 400 bad_data: the expression does not parse
+        return dict(json.loads(exc.read() or b"{}") or {"status": "error", "error": str(exc)})
+
+
+def numbers(result: dict[str, Any]) -> list[float]:
+    """The values of an instant query's answer."""
+    data = result["data"]
+    if data["resultType"] == "scalar":
+        return [float(data["result"][1])]
+    return [float(sample["value"][1]) for sample in data["result"]]

@@ -71,7 +71,7 @@ def test_heartbeats_stop_p2_fires_deregisters_and_pages_nobody(tmp_path: Path) -
                 assert [(a["agent_id"], a["status"]) for a in agents] == [("mesh-billing-1", "live")]
                 assert c.get("/api/alerts", state="firing") == {"alerts": []}
             finally:
-                beat.stop()
+                beat.stop(deregister=False)  # as a crash: no "stopped", so P2 fires
             firing = wait_for(lambda: c.get("/api/alerts", state="firing")["alerts"])
             assert [(a["alertname"], a["severity"], a["labels"]["agent"]) for a in firing] == [
                 ("ReachAgentHeartbeatLost", "P2", "mesh-billing-1")

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from alerting_fakes import T0, FakeClock
-from alerting_live import Live, agent_span, live_collector, otlp
+from alerting_live import Live, agent_span, live_collector, otlp, wait_for
 from reach_collector import cli_alerts
 
 DOC: dict[str, Any] = {"alerting": {"rules": {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3}}}}
@@ -49,6 +49,8 @@ def test_empty_body_acks_and_a_second_ack_says_already(
         assert (again.json()["already_acknowledged"], again.json()["acknowledged_by"]) == (True, "anonymous")
         (listed,) = c.get("/api/alerts", state="firing")["alerts"]
         assert listed["acknowledged_by"] == "anonymous"
+        # History is written on the writer's thread, after the answer.
+        wait_for(lambda: c.store.query("SELECT fingerprint, acked_by FROM alert_acks"))
         assert c.store.query("SELECT fingerprint, acked_by FROM alert_acks") == [(fp, "anonymous")]
     acks = [r for r in caplog.records if r.getMessage().startswith("alert acknowledged:")]
     assert len(acks) == 1

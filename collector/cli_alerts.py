@@ -290,6 +290,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_query_arguments(oncall)
     oncall.set_defaults(func=run_oncall)
 
-    agents = sub.add_parser("agents", help="agents by last heartbeat (live or lost)")
+    agents = sub.add_parser("agents", help="agents by last heartbeat (live, lost or stopped)")
     add_query_arguments(agents)
     agents.set_defaults(func=run_agents)

@@ -20,6 +20,7 @@ from typing import Final
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -83,7 +84,9 @@ class Exposition(Collector):
         self._cost: dict[tuple[str, str], float] = {}
         self._loops: dict[str, int] = {}
         self._hops = Hist(len(HOP_BUCKETS))
-        self._pending: OrderedDict[str, list[int]] = OrderedDict()  # trace → [handoffs, agent spans]
+        # trace → [handoffs, agent spans, a loop detected], until its root arrives
+        self._pending: OrderedDict[str, list[int]] = OrderedDict()
+        self._looped_requests = 0
         self._alerts: dict[tuple[str, str, str, str], str] = {}
         self._heartbeats: dict[str, float] = {}
         self._stopped: dict[str, float] = {}  # agent id label → its clean exit (no series until a beat)
@@ -113,6 +116,7 @@ class Exposition(Collector):
         if not stats or any(s is None for s in stats):
             stats = [stats_of(zip(*(c.to_pylist() for c in table.columns), strict=True))]
         outcomes = self._handoff_counts.observe(table)  # may query the store: outside the lock
+        looped = _looped_traces(table)
         with self._lock:
             self._count_handoffs(outcomes)
             for batch in stats:
@@ -120,7 +124,8 @@ class Exposition(Collector):
                 self._observe_calls(batch)
                 self._observe_tokens(batch)
                 self._observe_loops(batch)
-                self._observe_hops(batch)
+                self._observe_hops(batch, looped)
+                looped = set()  # folded in with the first request's stats
                 for attrs, end in batch.beats:
                     agent_id = _agent_id(attrs)
                     if agent_id is not None:
@@ -167,20 +172,27 @@ class Exposition(Collector):
                 src = self._agent(source)
                 self._loops[src] = self._loops.get(src, 0) + n
 
-    def _observe_hops(self, stats: BatchStats) -> None:
+    def _observe_hops(self, stats: BatchStats, looped: set[str]) -> None:
         """Hops per request: handoff spans of a trace, observed when its root span arrives (roots
-        end last); traces whose root never comes are forgotten past a bound."""
+        end last), and whether any of its spans detected a loop (the API's loop rate counts
+        requests, not handoffs); traces whose root never comes are forgotten past a bound."""
+        for tid in looped:
+            state = self._pending.get(tid)
+            if state is None:
+                state = self._pending[tid] = [0, 0, 0]
+            state[2] = 1
         for tid, (handoffs, agent_spans, is_root) in stats.traces.items():
             state = self._pending.get(tid)
             if state is None:
-                state = self._pending[tid] = [0, 0]
+                state = self._pending[tid] = [0, 0, 0]
             state[0] += handoffs
             state[1] += agent_spans
             if is_root:
-                total, agents = self._pending.pop(tid)
+                total, agents, loop = self._pending.pop(tid)
                 if agents:  # Hist.observe, without a numpy call per trace
                     self._hops.buckets[bisect_left(HOP_BUCKETS, total)] += 1
                     self._hops.sum += total
+                    self._looped_requests += loop
         while len(self._pending) > _PENDING_TRACES:
             self._pending.popitem(last=False)
 
@@ -329,6 +341,12 @@ class Exposition(Collector):
         for agent, n in sorted(self._loops.items()):
             loops.add_metric([agent], n)
         yield loops
+        looped = CounterMetricFamily(
+            "reach_requests_looped",
+            "Requests with an agent span in which a span detected a loop (counted with the hop histogram).",
+        )
+        looped.add_metric([], self._looped_requests)
+        yield looped
         yield histogram_family(
             "reach_request_hops",
             "Handoffs per request with an agent span.",
@@ -421,6 +439,14 @@ class Exposition(Collector):
             if label != OTHER and stopped.get(label, -1.0) < seen:
                 beats.add_metric([label, services.get(label, "")], seen)
         return [success, p99, window_calls, beats]
+
+
+def _looped_traces(table: pa.Table) -> set[str]:
+    """Trace ids of the rows that detected a loop."""
+    mask = pc.fill_null(table.column("loop_detected"), False)
+    if not pc.any(mask).as_py():
+        return set()
+    return set(pc.unique(table.filter(mask).column("trace_id")).to_pylist())
 
 
 def _agent_id(attributes: str | None) -> str | None:

@@ -12,6 +12,7 @@ from promql import (
     HANDOFFS,
     HOPS,
     LE_2,
+    LOOPED,
     LOOPS,
     RANGE,
     RI,
@@ -56,12 +57,13 @@ MULTI_AGENT: Final = Dashboard(
         Panel(
             "stat",
             "Loop rate",
-            "Handoffs that detected a ping-pong loop (A→B→A→B) per request with an "
-            "agent span, over the time range. Anything above 0 wastes tokens; above 5 % is a routing bug.",
+            "Share of requests with an agent span in which a ping-pong loop "
+            "(A→B→A→B) was detected, over the time range, as /api/metrics/agents counts it. Anything "
+            "above 0 wastes tokens; above 5 % is a routing bug.",
             [
                 (
-                    f"(sum(increase({LOOPS}{RANGE})) or vector(0)) / sum(increase({HOPS}_count{RANGE}))",
-                    "loops/request",
+                    f"(sum(increase({LOOPED}{RANGE})) or vector(0)) / sum(increase({HOPS}_count{RANGE}))",
+                    "looped requests",
                 )
             ],
             "percentunit",

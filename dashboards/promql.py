@@ -18,6 +18,7 @@ TOKENS: Final = "reach_agent_tokens_total"
 COST: Final = "reach_agent_cost_usd_total"
 HANDOFFS: Final = "reach_handoffs_total"
 LOOPS: Final = "reach_loops_detected_total"
+LOOPED: Final = "reach_requests_looped_total"
 HOPS: Final = "reach_request_hops"
 AGENT_SEL: Final = 'operation="invoke_agent", agent=~"$agent"'
 RI: Final = "[$__rate_interval]"

@@ -193,6 +193,8 @@ def test_panels_and_rules_agree_with_the_collector(
     assert share == pytest.approx({a: e["token_share"] for a, e in per_agent.items() if e["token_share"]})
     within = _series(prom, _target("reach-multi-agent", "Requests within 2 hops"))
     assert within[None] == pytest.approx(agents["hops"]["share_le_2"])
+    loops = _series(prom, _target("reach-multi-agent", "Loop rate"))
+    assert loops[None] == pytest.approx(agents["loops"]["rate"]) and loops[None] > 0
 
     # Overview: success rate per agent, and the P0 input gauge.
     success = _series(prom, _target("reach-overview", "Success rate per agent"), "agent")

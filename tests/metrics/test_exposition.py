@@ -128,6 +128,8 @@ def test_series_carry_the_synthetic_values(tmp_path: Path) -> None:
     for bound in HOP_BUCKETS:
         assert _get(got, "reach_request_hops_bucket", le=str(bound)) == np.sum(per_request <= bound)
     assert _get(got, "reach_request_hops_sum") == per_request.sum()
+    # Requests with a loop (the API's loop rate counts requests, not the handoffs that saw it).
+    assert _get(got, "reach_requests_looped_total") == sum(i % 4 == 3 for i in range(300))
     # Window gauges equal the query layer's answer at the same now.
     stats = metrics.agent_window_stats(store, NOW_NS, 60)
     assert stats

@@ -205,7 +205,7 @@ class HandoffCounts:
 
     def _query(self, handoffs: Sequence[_Pending]) -> list[tuple[Any, ...]]:
         assert self._store is not None
-        return self._store.query(
+        rows: list[tuple[Any, ...]] = self._store.query(
             "WITH h AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::VARCHAR[]) AS trace_id,"
             " unnest(?::VARCHAR[]) AS target, unnest(?::BIGINT[]) AS start_ns)"
             " SELECT h.i, arg_min(s.status_code, {'s': s.start_ns, 'i': s.span_id}) FROM h JOIN spans s"
@@ -221,6 +221,7 @@ class HandoffCounts:
                 min(p.start for p in handoffs),
             ],
         )
+        return rows
 
 
 def _transitions(attributes: str | None) -> Any:

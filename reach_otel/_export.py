@@ -174,16 +174,17 @@ class CountingExporter(SpanExporter):
         return result
 
     def _trouble(self, message: str) -> None:
-        """The SDK exporter logged a retry or a failure: treat the collector as failing from now on."""
+        """The SDK exporter logged a retry or a failure. A collector that refuses connections is
+        treated as failing at once; one that answers (429/503 under load) gets its retries first."""
         self._error = message
-        was_failing, self.failing = self.failing, True
-        if not was_failing:
-            self.warn(
-                "reach_otel: the collector at %s does not take spans (%s); they wait in a small "
-                "bounded queue meanwhile. Retrying quietly, details at DEBUG.",
-                self.endpoint,
-                self._reason(message),
-            )
+        if self.failing or not connection_refused(self.endpoint):
+            return
+        self.failing = True
+        self.warn(
+            "reach_otel: the collector at %s does not take spans (connection refused); they wait in a "
+            "small bounded queue meanwhile. Retrying quietly, details at DEBUG.",
+            self.endpoint,
+        )
         if self.on_failure is not None:
             self.on_failure()
 

@@ -28,6 +28,7 @@ be saved there, once per kind and message, instead of stopping the run (``run.py
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.util
 import logging
@@ -43,6 +44,7 @@ MODULE: Final = "reach_collector.ingest._fastflat"
 EXTENSION_ENV: Final = "REACH_FUZZ_EXTENSION"
 FINDINGS_ENV: Final = "REACH_FUZZ_FINDINGS"
 REFERENCE_ENV: Final = "REACH_FUZZ_CHECK_REFERENCE"
+LEAKS_ENV: Final = "REACH_FUZZ_LEAK_CHECK_EVERY"  # run.py --leaks: a LeakSanitizer check every N inputs
 # The reference's own agreement with protobuf is checked only on request: it is not the decoder
 # under test, and its known leniencies (see fuzz/README.md) would stop every run.
 CHECK_REFERENCE: Final = os.environ.get(REFERENCE_ENV, "") not in ("", "0")
@@ -233,6 +235,23 @@ def minimize(body: bytes) -> bytes:
     return shrink(body, lambda smaller: _signature(smaller) == want)
 
 
+def _with_leak_checks(one: Callable[[bytes], Any], every: int) -> Callable[[bytes], None]:
+    """``one``, and every ``every`` inputs LeakSanitizer's check for memory no longer reachable (the
+    interpreter's own is suppressed by run.py): at exit it would never run, libFuzzer leaves by _exit."""
+    check = ctypes.CDLL(None).__lsan_do_recoverable_leak_check
+    count = 0
+
+    def checked(body: bytes) -> None:
+        nonlocal count
+        one(body)
+        count += 1
+        if count % every == 0 and check():
+            detail = f"LeakSanitizer found memory lost within the last {every} inputs (report above)"
+            raise Finding("leak", detail, body)
+
+    return checked
+
+
 def main(argv: list[str]) -> None:
     os.environ.pop("REACH_COLLECTOR_PURE_PYTHON", None)  # the compiled path is what is under test
     fast.log.propagate = False  # its failures are reported as findings, not logged per input
@@ -246,6 +265,8 @@ def main(argv: list[str]) -> None:
     import atheris
 
     one: Any = Recorder(Path(os.environ[FINDINGS_ENV])).judge if os.environ.get(FINDINGS_ENV) else judge
+    if int(os.environ.get(LEAKS_ENV, "0")) > 0:
+        one = _with_leak_checks(one, int(os.environ[LEAKS_ENV]))
     # libFuzzer's modes that re-run their binary (-minimize_crash, -merge, -fork) run argv[0]
     # through the shell: make it this interpreter on this script.
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).resolve()))}"

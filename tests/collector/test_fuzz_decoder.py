@@ -1,6 +1,7 @@
 """The compiled OTLP decoder under its fuzz target (``fuzz/``): the seed corpus and the saved
 reproducers agree on the normal build, the oracle catches a decoder that breaks its invariants, and
-60 s of coverage-guided fuzzing under AddressSanitizer + UndefinedBehaviorSanitizer find nothing.
+60 s of coverage-guided fuzzing under AddressSanitizer, UndefinedBehaviorSanitizer and
+LeakSanitizer find nothing (and do find bugs planted in a build of the decoder).
 
 The sanitized run needs clang (Debian's, installed here when missing and running as root) and
 atheris (from PyPI, installed when missing); on CI a missing prerequisite fails, elsewhere it skips.
@@ -123,42 +124,54 @@ def _fuzz_env() -> dict[str, str]:
     return env
 
 
-# Every growth of a buffer to 512 bytes or more gets half of what it asked for (configure() only
-# allocates short names): writing the rows of a request overflows it, and AddressSanitizer must
-# say so, with the input that did it.
-PLANTED_BUG: Final = """#include <stdlib.h>
-#define realloc(p, n) realloc(p, (n) >= 512 ? (n) / 2 : (n))
-"""
+# Bugs planted in a build of the decoder by a header included first, each of which the sanitized run
+# must report, with the input that showed it:
+# - every growth of a buffer to 512 bytes or more gets half of what it asked for (configure() only
+#   allocates short names), so writing the rows of a request overflows it (AddressSanitizer);
+# - nothing the decoder allocates is freed (LeakSanitizer, in run.py --leaks).
+PLANTED: Final = {
+    "overflow": (
+        "#include <stdlib.h>\n#define realloc(p, n) realloc(p, (n) >= 512 ? (n) / 2 : (n))\n",
+        "asan ",
+    ),
+    "leak": ("#include <stdlib.h>\n#define free(p) ((void)(p))\n", "leak: "),
+}
 
 
-def test_the_sanitized_run_reports_a_planted_overflow(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bug", PLANTED)
+def test_the_sanitized_run_reports_a_planted_bug(bug: str, tmp_path: Path) -> None:
     _ensure_prerequisites()
-    header = tmp_path / "planted.h"
-    header.write_text(PLANTED_BUG)
+    header, expected = PLANTED[bug]
+    (tmp_path / "planted.h").write_text(header)
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]); import build; "
-        "print(build.build('sanitize', True, ['-include', sys.argv[2]], 'planted-bug'))"
+        "print(build.build('sanitize', True, ['-include', sys.argv[2]], sys.argv[3]))"
     )
     built = subprocess.run(
-        [sys.executable, "-c", script, str(FUZZ), str(header)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", script, str(FUZZ), str(tmp_path / "planted.h"), f"planted-{bug}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert built.returncode == 0, built.stderr
     extension = built.stdout.strip().splitlines()[-1]
-    command = [sys.executable, str(FUZZ / "run.py"), "--seconds", "30", "--workdir", str(tmp_path / "work")]
+    work = tmp_path / "work"
+    command = [sys.executable, str(FUZZ / "run.py"), "--seconds", "30", "--leaks", "--workdir", str(work)]
     done = subprocess.run(
         [*command, "--extension", extension], env=_fuzz_env(), capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
-    summary = json.loads((tmp_path / "work" / "summary.json").read_text())
+    summary = json.loads((work / "summary.json").read_text())
     signatures = [f["signature"] for f in summary["findings"]]
-    assert len(signatures) == 1 and signatures[0].startswith("asan "), signatures
-    assert "_fastflat.c" in signatures[0], signatures
+    assert len(signatures) == 1 and signatures[0].startswith(expected), signatures
     assert summary["findings"][0]["input"], "libFuzzer saved no reproducer"
+    assert "_fastflat.c" in (work / "fuzz.log").read_text(errors="replace")  # the report's stack
 
 
 @pytest.mark.slow
 def test_sixty_seconds_of_fuzzing_under_sanitizers_find_nothing(tmp_path: Path) -> None:
-    """The bounded fuzz run: build the sanitized extension, fuzz for 60 s, fail on any finding."""
+    """The bounded fuzz run: build the sanitized extension, fuzz for 60 s with ASan, UBSan and
+    LeakSanitizer, fail on any finding."""
     _ensure_prerequisites()
     env = _fuzz_env()
     built = subprocess.run(

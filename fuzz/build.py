@@ -79,11 +79,15 @@ def build(
     if not force and out.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(command, capture_output=True, text=True)
+    # Written aside and moved into place: a run that has the old build loaded keeps its file.
+    partial = out.with_name(f".{out.name}.{os.getpid()}")
+    done = subprocess.run([*command[:-1], str(partial)], capture_output=True, text=True)
     if done.returncode != 0:
+        partial.unlink(missing_ok=True)
         raise SystemExit(f"build failed ({' '.join(command)}):\n{done.stderr}")
     if done.stderr.strip():
         print(done.stderr, file=sys.stderr)
+    os.replace(partial, out)
     stamp.write_text(digest.hexdigest())
     print(f"built {out.relative_to(ROOT)} ({mode})", file=sys.stderr)
     return out

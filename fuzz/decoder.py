@@ -21,9 +21,11 @@ pure-Python reference (``rows.flatten`` over ``decode.parse_for_rows``), compare
 ``REACH_FUZZ_EXTENSION`` names the build of the extension to load (``fuzz/build.py``); unset, the
 normal in-place build is used. ``REACH_FUZZ_FINDINGS`` (a folder) makes findings of the kinds above
 be saved there, once per kind and message, instead of stopping the run (``run.py --keep-going``).
+``REACH_FUZZ_LEAK_CHECK_EVERY=N`` runs LeakSanitizer's check every N inputs (``run.py --leaks``).
 
     python fuzz/decoder.py [libFuzzer flags] CORPUS...   # under atheris: use run.py, which sets it up
     python fuzz/decoder.py --replay PATH...             # files or folders, once each, no atheris
+    python fuzz/decoder.py --minimize IN OUT            # shrink an oracle finding
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@
  *
  * configure(keys, ops, kinds, texts, llm_ops, buckets) is called once with the strings it matches
  * against and the duration buckets (from reach_otel.semconv and batch_stats, so they live in one
- * place); flatten(body) then returns None, False (malformed where the reference does not look:
- * the scope attributes), or (rows, columns, folds, rejected, reason codes) — see fast.py for the
- * shapes. cost(body) is the request's cost from a walk of tags and lengths (see tally).
+ * place); flatten(body) then returns None or (rows, columns, folds, rejected, reason codes) — see
+ * fast.py for the shapes. cost(body) is the request's cost from a walk of tags and lengths (see
+ * tally).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -66,10 +66,8 @@ static inline int buf_ch(Buf *b, char c) {
 
 /* ---------------------------------------------------------------- errors */
 
-/* FALLBACK: a shape it leaves to the reference (which also rejects every malformed body it is
- * given); CHECK: malformed where the reference does not look (InstrumentationScope.attributes),
- * so the caller asks protobuf's own parser. */
-enum { OK = 0, FALLBACK = 1, NOMEM = 2, CHECK = 3 };
+/* FALLBACK: a shape it leaves to the reference, which also answers for every malformed body. */
+enum { OK = 0, FALLBACK = 1, NOMEM = 2 };
 #define TRY(x)                      \
     do {                            \
         int _rc = (x);              \
@@ -1492,10 +1490,9 @@ static int span(Ctx *x, Rd *r) {
     return OK;
 }
 
-/* InstrumentationScope.attributes: the rows do not keep them and the reference reads them as
- * bytes it never decodes, so this alone checks them as protobuf does — each KeyValue, its
- * AnyValue, and the arrays and kvlists inside, at any depth (past MAX_CHECK_DEPTH it answers
- * "not sure", which the caller treats like "invalid": it asks protobuf's parser). */
+/* InstrumentationScope.attributes: the rows do not keep them, but protobuf checks them — each
+ * KeyValue, its AnyValue, and the arrays and kvlists inside — so this does too (past
+ * MAX_CHECK_DEPTH it is not sure, and leaves the body to the reference). */
 enum { M_KEY_VALUE, M_ANY_VALUE, M_ARRAY, M_KVLIST };
 #define MAX_CHECK_DEPTH 64
 
@@ -1545,7 +1542,7 @@ static int scope(Ctx *x, Rd *r) {
         } else if (field == 3) {
             EXPECT(r, field, wire, 2);
             TRY(rd_len(r, &sub));
-            if (!valid_message(sub, M_KEY_VALUE, 0)) return CHECK;
+            if (!valid_message(sub, M_KEY_VALUE, 0)) return FALLBACK;
         } else {
             TRY(rd_skip(r, field, wire));
         }
@@ -1677,12 +1674,9 @@ typedef struct {
 
 /* One walk of a request's ResourceSpans and ScopeSpans records: span bodies are skipped, only
  * counted. Without a context it reads tags and lengths alone (cost()). With one it also decodes
- * each resource and scope as the rows will, for ``shared``, and checks the scope attributes; a
- * resource or scope it cannot take does not stop it (FALLBACK at the end), so every scope's
- * attributes are checked before the reference is asked, which would not check them. */
+ * each resource and scope as the rows will, for ``shared`` (a repeated one is the reference's). */
 static int tally(Ctx *x, Rd body, Tally *out) {
     uint64_t cost = (uint64_t)(body.end - body.p), shared = 0;
-    int fallback = 0;
     while (body.p < body.end) {
         uint32_t field;
         int wire;
@@ -1705,10 +1699,8 @@ static int tally(Ctx *x, Rd body, Tally *out) {
             TRY(rd_len(&rs, &sub));
             if (field == 1) {
                 resource_len += (uint64_t)(sub.end - sub.p);
-                if (x && !fallback) {
-                    int rc = resources++ ? FALLBACK : resource(x, &sub);
-                    if (rc == NOMEM) return rc;
-                    fallback |= rc != OK;
+                if (x) {
+                    TRY(resources++ ? FALLBACK : resource(x, &sub));
                     resource_json = x->resource_buf.len;
                     service = x->service.set ? x->service.n : 0;
                 }
@@ -1730,9 +1722,7 @@ static int tally(Ctx *x, Rd body, Tally *out) {
                 }
                 scope_len += (uint64_t)(rec.end - rec.p);
                 if (x) {
-                    int rc = scope(x, &rec);
-                    if (rc == CHECK || rc == NOMEM) return rc;
-                    fallback |= rc != OK || scopes++;
+                    TRY(scopes++ ? FALLBACK : scope(x, &rec));
                     scope_json = x->scope_set ? x->scope_buf.len : 0;
                 }
             }
@@ -1745,7 +1735,7 @@ static int tally(Ctx *x, Rd body, Tally *out) {
     }
     out->cost = cost;
     out->shared = shared;
-    return fallback ? FALLBACK : OK;
+    return OK;
 }
 
 /* ---------------------------------------------------------------- Python glue */
@@ -1831,9 +1821,9 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
         /* The walk touches no Python object: other threads run meanwhile. */
         Rd r = body_of(&view);
         Py_BEGIN_ALLOW_THREADS
-        /* First the pre-pass: it checks the scope attributes, and refuses at once a request whose
-         * rows would copy more than 2 GiB from resources and scopes (a few spans under one huge
-         * resource), before anything is allocated for them. */
+        /* First the pre-pass: it refuses at once a request whose rows would copy more than 2 GiB
+         * from resources and scopes (many spans under one huge resource), before anything is
+         * allocated for them. */
         Tally tl;
         rc = tally(&x, r, &tl);
         if (rc == OK && tl.shared > COL_MAX) rc = FALLBACK;
@@ -1850,9 +1840,9 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
         }
         Py_XDECREF(cols);
         Py_XDECREF(reasons);
-    } else if (rc == FALLBACK || rc == CHECK) {
+    } else if (rc == FALLBACK) {
         if (!PyErr_Occurred()) {
-            result = rc == CHECK ? Py_False : Py_None;
+            result = Py_None;
             Py_INCREF(result);
         }
     } else if (!PyErr_Occurred()) {
@@ -1990,7 +1980,7 @@ static PyMethodDef METHODS[] = {
     {"configure", fast_configure, METH_VARARGS,
      "Set the keys, operations, kinds and names matched, once (again with the same values: a no-op)."},
     {"flatten", fast_flatten, METH_O,
-     "OTLP protobuf request bytes -> columns and slim rows; None to decline; False if malformed."},
+     "OTLP protobuf request bytes -> columns and slim rows, or None."},
     {"cost", fast_cost, METH_O, "OTLP protobuf request bytes -> its cost (see fast.request_cost), or None."},
     {NULL, NULL, 0, NULL},
 };

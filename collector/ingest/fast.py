@@ -7,9 +7,7 @@ the same promotion rules as ``normalize.promote``; it folds the lookup parts and
 stats as it goes (the rules of ``rows._add_to_part`` and ``BatchStats.add``). For any shape it does
 not handle it answers None and the reference decodes the request, so the rows are the same either
 way; the tests check that value by value. It reads the wire as strictly as protobuf's own parser:
-a body that parser rejects is never taken. Where the reference does not look (the scope
-attributes, kept as raw bytes) and the body is malformed, the compiled path says so and protobuf's
-parser confirms it: the request is undecodable (400).
+a body that parser rejects is never taken.
 It also computes ``request_cost``, a cheap bound the service checks before decoding.
 ``REACH_COLLECTOR_PURE_PYTHON=1`` turns the fast path off.
 """
@@ -18,11 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import pyarrow as pa
 from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats
-from reach_collector.ingest.decode import PROTOBUF, parse, parse_for_rows
+from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.normalize import (
     _OPENINFERENCE_KINDS,
     _TRACELOOP_KINDS,
@@ -136,24 +134,16 @@ def _array(field: pa.Field, rows: int, buffers: tuple[bytes | None, bytes | None
     return pa.Array.from_buffers(field.type, rows, bufs)
 
 
-def _compiled(body: bytes) -> SpanBatch | Literal[False] | None:
-    """The compiled decoder's batch; None when it declines; False when it finds the body malformed
-    where the reference does not look (then ``flatten_body`` asks protobuf's parser)."""
+def flatten_protobuf(body: bytes) -> SpanBatch | None:
+    """The compiled path: None when it is off, not built, or the request is not a shape it takes."""
+    if not enabled():
+        return None
     try:
         out: Any = _fastflat.flatten(body)
-        return out if out is None or out is False else _batch(*out)
+        return None if out is None else _batch(*out)
     except Exception:  # a bug here must not cost the request: the reference decodes it
         log.warning("the compiled decoder failed; decoding this request in Python", exc_info=True)
         return None
-
-
-def flatten_protobuf(body: bytes) -> SpanBatch | None:
-    """The compiled path: None when it is off, not built, or the request is not a shape it takes
-    (or is malformed: ``flatten_body`` then answers for it)."""
-    if not enabled():
-        return None
-    out = _compiled(body)
-    return None if out is False else out
 
 
 def request_cost(raw: bytes) -> int | None:
@@ -185,13 +175,9 @@ def _batch(rows: int, columns: list[Any], folds: tuple[Any, ...], rejected: int,
 
 
 def flatten_body(raw: bytes, media: str) -> SpanBatch:
-    """A decompressed request body → its batch; raises ``UndecodableBody`` like ``parse_for_rows``
-    (and for a body the compiled decoder finds malformed, once protobuf's own parser agrees)."""
-    if media == PROTOBUF and enabled():
-        batch = _compiled(raw)
-        if batch is False:
-            parse(raw, PROTOBUF)  # raises UndecodableBody with protobuf's reason
-            log.warning("the compiled decoder called a valid request malformed; decoding it in Python")
-        elif batch is not None:
+    """A decompressed request body → its batch; raises ``UndecodableBody`` like ``parse_for_rows``."""
+    if media == PROTOBUF:
+        batch = flatten_protobuf(raw)
+        if batch is not None:
             return batch
     return flatten(parse_for_rows(raw, media))

@@ -27,6 +27,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 _PREFIX: Final = "reach.wire"
 _FILES: Final = (common_pb2, resource_pb2, trace_pb2, trace_service_pb2)
 _REQUEST: Final = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
+_SCOPE: Final = "InstrumentationScope"
 
 # AnyValue field tags (field number << 3 | wire type).
 _STRING: Final = 0x0A  # 1, length-delimited (also KeyValue.key)
@@ -40,9 +41,10 @@ _unpack_double: Final = struct.Struct("<d").unpack_from
 
 def _as_bytes(msg: descriptor_pb2.DescriptorProto) -> None:
     """Turn every ``repeated KeyValue attributes`` of ``msg`` (and nested types) into
-    ``repeated bytes``: each element one encoded ``KeyValue``, in the sender's order."""
+    ``repeated bytes``: each element one encoded ``KeyValue``, in the sender's order. The scope's
+    stay messages: the rows never read them, so only the parser checks them, as the official does."""
     for field in msg.field:
-        if field.name == "attributes" and field.type_name.endswith(".KeyValue"):
+        if field.name == "attributes" and field.type_name.endswith(".KeyValue") and msg.name != _SCOPE:
             field.type = field.TYPE_BYTES
             field.ClearField("type_name")
         elif field.type_name.startswith(".opentelemetry."):

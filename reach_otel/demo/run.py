@@ -185,7 +185,7 @@ def _run_traffic(desk: SupportDesk, duration: float, console: Console) -> Counte
         def on_progress(done: float, outcomes: Counter[str]) -> None:
             beat = heartbeats.get(LOST_AGENT)
             if beat is not None and done * duration >= lost_at and beat.running:
-                beat.stop()
+                beat.stop(deregister=False)  # the agent dies: no goodbye, so its heartbeat is lost (P2)
                 progress.console.print(f"[yellow]{LOST_AGENT} stopped sending heartbeats")
             stats = f"{outcomes['ok']} ok, {outcomes['error']} failed, {outcomes['pingpong']} ping-pong"
             progress.update(task, completed=done, stats=stats)

@@ -321,7 +321,7 @@ class ReachBatchSpanProcessor(BatchSpanProcessor):
                 self.pending + self.queue_dropped + self.exporter.failed,
             )
             self.exporter.abandon()
-        super().shutdown()
+        super().shutdown()  # type: ignore[no-untyped-call]
 
     def give_up(self, timeout_s: float) -> None:
         """The bounded shutdown ran out of time: count what is left as lost and stop retrying."""

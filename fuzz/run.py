@@ -191,7 +191,11 @@ def stats(output: str, summary: Summary) -> None:
         found = re.findall(rf"stat::{name}:\s*([\d.]+)", output)
         return float(found[-1]) if found else 0.0
 
-    summary.executions += int(stat("number_of_executed_units"))
+    # A crash can end the process before the final stats: then its last progress line counts.
+    progress_runs = re.findall(r"^#(\d+)\s", output, re.M)
+    summary.executions += int(stat("number_of_executed_units")) or int(
+        progress_runs[-1] if progress_runs else 0
+    )
     progress = re.findall(r"cov: (\d+) ft: (\d+) corp: (\d+)", output)
     if progress:
         cov, ft, corp = map(int, progress[-1])

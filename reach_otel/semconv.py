@@ -79,6 +79,19 @@ URL_PATH: Final = "url.path"
 URL_SCHEME: Final = "url.scheme"
 CLIENT_ADDRESS: Final = "client.address"
 
+# --- Model Context Protocol (GenAI MCP semantic conventions) -------------------------------------
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_SESSION_ID: Final = "mcp.session.id"
+MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+MCP_RESOURCE_URI: Final = "mcp.resource.uri"
+GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
+NETWORK_TRANSPORT: Final = "network.transport"
+MCP_TOOLS_CALL: Final = "tools/call"
+MCP_PROMPTS_GET: Final = "prompts/get"
+MCP_TOOL_ERROR: Final = "tool_error"  # error.type of a tools/call whose result has isError true
+
 # --- reach.* attributes --------------------------------------------------------------------------
 REACH_AGENT_NAME: Final = "reach.agent.name"  # the enclosing agent, on LLM and tool spans
 REACH_AGENT_ROLE: Final = "reach.agent.role"
@@ -169,3 +182,8 @@ def tool_span_name(name: str) -> str:
 
 def handoff_span_name(target: str) -> str:
     return f"{OP_HANDOFF} {target}"
+
+
+def mcp_span_name(method: str, target: str | None = None) -> str:
+    """``{mcp.method.name} {target}``, the target being the tool's or prompt's name when there is one."""
+    return f"{method} {target}" if target else method

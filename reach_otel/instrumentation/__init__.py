@@ -30,6 +30,7 @@ INSTRUMENTORS: dict[str, str] = {
     "threading": "reach_otel.instrumentation.threading:ThreadingInstrumentor",
     "openai_agents": "reach_otel.instrumentation.openai_agents:OpenAIAgentsInstrumentor",
     "declarative": "reach_otel.instrumentation.declarative:DeclarativeInstrumentor",
+    "mcp": "reach_otel.instrumentation.mcp:MCPInstrumentor",
 }
 #: The modules whose import arms an instrumentor; a name not listed is its library's module name.
 _LIBRARY: dict[str, tuple[str, ...]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reach_collector.cli import add_serve_arguments, run_serve
+from reach_collector.cli.serve import add_serve_arguments, run_serve
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,9 +36,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 _COMMAND_GROUPS = (
-    "reach_collector.cli",  # collector, trace, traces
-    "reach_collector.cli_metrics",  # metrics
-    "reach_collector.cli_alerts",  # alerts (replay, ack), oncall, agents
+    "reach_collector.cli",  # collector, trace, traces, metrics, alerts, oncall, agents
     "reach_otel.dashboards_cli",  # dashboards import / export
 )
 

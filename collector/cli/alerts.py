@@ -1,51 +1,21 @@
-"""`reach-otel alerts [replay|ack|deliveries]`, `reach-otel oncall [--at]`, `reach-otel agents`: thin
-clients of a running collector's alerting API (stdlib HTTP), printed as tables. Exit 1 when the
+"""`reach-otel alerts [replay|ack|deliveries]`: thin clients of a running collector's alerting API
+(stdlib HTTP), printed as tables. Exit 1 when the
 collector is unreachable or answers 4xx/5xx, 2 for a bad argument."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import textwrap
 import time
 from datetime import datetime, timezone
 from typing import Any
 
-from reach_collector.client import QueryError, add_query_arguments, default_url, fail, get_json, post_json
+from reach_collector.cli.client import QueryError, add_query_arguments, call, fail, print_json
 
-__all__ = ["deliveries_text", "register", "run_agents", "run_alerts", "run_deliveries", "run_oncall"]
+__all__ = ["deliveries_text", "register", "run_ack", "run_alerts", "run_deliveries", "run_replay"]
 
 WIDTH = 80  # the deliveries listing fits a classic terminal
-
-
-def _table(title: str, columns: list[str], rows: list[list[str]], empty: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    if not rows:
-        console.print(empty)
-        return
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
-
-
-def _call(args: argparse.Namespace, path: str, body: Any = None, params: Any = None) -> Any:
-    url = args.url or default_url()
-    if body is None:
-        return get_json(url, path, params, token=args.token)
-    return post_json(url, path, body, token=args.token)
-
-
-def _print(args: argparse.Namespace, body: Any) -> bool:
-    if args.json:
-        print(json.dumps(body, indent=2))
-    return bool(args.json)
 
 
 def _instant(value: str, name: str) -> str:
@@ -64,10 +34,10 @@ def _instant(value: str, name: str) -> str:
 def run_alerts(args: argparse.Namespace) -> int:
     params = [("state", args.state)] if args.state else None
     try:
-        body = _call(args, "/api/alerts", params=params)
+        body = call(args, "/api/alerts", params=params)
     except QueryError as exc:
         return fail(str(exc))
-    if not _print(args, body):
+    if not print_json(args, body):
         rows = [
             [
                 a["severity"],
@@ -83,7 +53,9 @@ def run_alerts(args: argparse.Namespace) -> int:
             for a in body["alerts"]
         ]
         columns = ["sev", "alert", "agent", "state", "active", "fired", "resolved", "acked by", "fingerprint"]
-        _table("Alerts", columns, rows, "no alerts")
+        from reach_collector.cli.render import print_table
+
+        print_table("Alerts", columns, rows, "no alerts")
     return 0
 
 
@@ -98,16 +70,18 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.step:
         request["step"] = args.step
     try:
-        body = _call(args, "/api/alerts/replay", body=request)
+        body = call(args, "/api/alerts/replay", body=request)
     except QueryError as exc:
         return fail(str(exc))
-    if not _print(args, body):
+    if not print_json(args, body):
         rows = [
             [t["time"], t["severity"], t["alertname"], t["labels"].get("agent", ""), t["from"], t["to"]]
             for t in body["transitions"]
         ]
         title = f"Replay: {body.get('evaluations', '?')} evaluations, {len(rows)} transitions"
-        _table(title, ["time", "sev", "alert", "agent", "from", "to"], rows, "no transitions")
+        from reach_collector.cli.render import print_table
+
+        print_table(title, ["time", "sev", "alert", "agent", "from", "to"], rows, "no transitions")
         for error in body.get("errors", []):
             print(f"evaluation error at {error['time']} in {error['alertname']}: {error['error']}")
     return 0
@@ -128,10 +102,10 @@ def run_ack(args: argparse.Namespace) -> int:
     if args.comment:
         request["comment"] = args.comment
     try:
-        body = _call(args, f"/api/alerts/{args.fingerprint}/ack", body=request)
+        body = call(args, f"/api/alerts/{args.fingerprint}/ack", body=request)
     except QueryError as exc:
         return fail(str(exc))
-    if not _print(args, body):
+    if not print_json(args, body):
         if body.get("already_acknowledged"):
             print(f"{args.fingerprint} was already acknowledged by {body['acknowledged_by']}")
         else:
@@ -190,74 +164,16 @@ def run_deliveries(args: argparse.Namespace) -> int:
     if args.failed:
         params.append(("failed", "true"))
     try:
-        body = _call(args, "/api/alerts/deliveries", params=params)
+        body = call(args, "/api/alerts/deliveries", params=params)
     except QueryError as exc:
         return fail(str(exc))
-    if not _print(args, body):
+    if not print_json(args, body):
         print(deliveries_text(body["deliveries"]))
     return 0
 
 
-def _listing(
-    args: argparse.Namespace,
-    path: str,
-    key: str,
-    row: Any,
-    title: str,
-    columns: list[str],
-    empty: str,
-    params: list[tuple[str, str]] | None = None,
-) -> int:
-    """GET ``path`` and print its ``key`` list as a table (one ``row(item)`` each), or the JSON."""
-    try:
-        body = _call(args, path, params=params)
-    except QueryError as exc:
-        return fail(str(exc))
-    if not _print(args, body):
-        _table(title, columns, [row(item) for item in body[key]], empty)
-    return 0
-
-
-def _reason(schedule: dict[str, Any]) -> str:
-    reason = schedule.get("reason")
-    if reason is None:
-        return ""
-    return "override" if reason == "override" else f"layer {reason}"
-
-
-def run_oncall(args: argparse.Namespace) -> int:
-    return _listing(
-        args,
-        "/api/oncall",
-        "schedules",
-        lambda s: [
-            s["schedule"],
-            s.get("now") or "(nobody)",
-            _reason(s),
-            s.get("next") or "",
-            s.get("next_handoff") or "",
-        ],
-        f"On call at {args.at}" if args.at else "On call",
-        ["schedule", "on call", "why", "next", "hand-off"],
-        "no schedules configured",
-        params=[("at", args.at)] if args.at else None,
-    )
-
-
-def run_agents(args: argparse.Namespace) -> int:
-    return _listing(
-        args,
-        "/api/agents",
-        "agents",
-        lambda a: [a["agent_id"], a["status"], a.get("last_heartbeat") or "", a.get("service") or ""],
-        "Agents",
-        ["agent", "status", "last heartbeat", "service"],
-        "no heartbeats",
-    )
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `alerts` (with `replay` and `ack`), `oncall` and `agents` to `reach-otel`."""
+    """Add `alerts` (with `replay`, `ack` and `deliveries`) to `reach-otel`."""
     alerts = sub.add_parser("alerts", help="list alerts; replay the rules over history; acknowledge")
     alerts.add_argument("--state", choices=("pending", "firing", "resolved"), help="only this state")
     add_query_arguments(alerts)
@@ -284,12 +200,3 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     deliveries.add_argument("--limit", type=int, default=50, help="the last N attempts (default 50)")
     add_query_arguments(deliveries)
     deliveries.set_defaults(func=run_deliveries)
-
-    oncall = sub.add_parser("oncall", help="who is on call now (or --at a time), and the next hand-off")
-    oncall.add_argument("--at", default=None, help="preview another time (ISO-8601, e.g. 2026-02-01T10:00Z)")
-    add_query_arguments(oncall)
-    oncall.set_defaults(func=run_oncall)
-
-    agents = sub.add_parser("agents", help="agents by last heartbeat (live, lost or stopped)")
-    add_query_arguments(agents)
-    agents.set_defaults(func=run_agents)

@@ -1,4 +1,5 @@
-"""A small stdlib HTTP client for the query commands (no third-party HTTP dependency)."""
+"""A small stdlib HTTP client for the query commands (no third-party HTTP dependency): the shared
+``--url``/``--token``/``--json`` arguments, GET/POST of JSON, and the one way a command fails."""
 
 from __future__ import annotations
 
@@ -35,6 +36,21 @@ def fail(message: str, code: int = 1) -> int:
     """Say what went wrong on stderr; the exit code to return."""
     print(f"reach-otel: {message}", file=sys.stderr)
     return code
+
+
+def call(args: argparse.Namespace, path: str, body: Any = None, params: Any = None) -> Any:
+    """GET ``path`` (or POST ``body`` to it) on the collector named by ``args.url``."""
+    url = args.url or default_url()
+    if body is None:
+        return get_json(url, path, params, token=args.token)
+    return post_json(url, path, body, token=args.token)
+
+
+def print_json(args: argparse.Namespace, body: Any) -> bool:
+    """With ``--json``, print ``body`` and say so (the caller then prints no table)."""
+    if args.json:
+        print(json.dumps(body, indent=2))
+    return bool(args.json)
 
 
 def get_json(

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from reach_collector.client import QueryError, add_query_arguments, default_url, get_json
+from reach_collector.cli.client import QueryError, add_query_arguments, default_url, get_json
 
 __all__ = ["register", "run_metrics"]
 

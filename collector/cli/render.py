@@ -1,4 +1,4 @@
-"""Rich rendering of a trace tree and of trace summaries for the `trace` / `traces` commands.
+"""Rich rendering for the query commands: a trace tree, trace summaries, and plain titled tables.
 
 A handoff shows the outcome the API computed for it (SPEC §11), marked ``inferred`` where it was.
 """
@@ -120,6 +120,20 @@ def traces_table(traces: list[dict[str, Any]]) -> Table:
             ", ".join(t.get("agents") or []),
         )
     return table
+
+
+def print_table(title: str, columns: list[str], rows: list[list[str]], empty: str) -> None:
+    """A titled table of plain cells, or ``empty`` when there are no rows."""
+    console = Console()
+    if not rows:
+        console.print(empty)
+        return
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
 
 
 def print_tree(trace: dict[str, Any], console: Console | None = None) -> None:

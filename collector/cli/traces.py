@@ -1,57 +1,15 @@
-"""`reach-otel collector | trace | traces`: argparse commands. Heavy imports (FastAPI, DuckDB) happen
-inside the command functions, so `reach-otel --help` works without the collector extra."""
+"""`reach-otel trace TRACE_ID` (the span tree) and `reach-otel traces` (a search, as a table): thin
+clients of a running collector's trace API. rich is imported only when a command prints."""
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 from typing import Any
 
-from reach_collector.client import QueryError, add_query_arguments, default_url, fail, get_json
+from reach_collector.cli.client import QueryError, add_query_arguments, default_url, fail, get_json
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=None, help="OTLP/HTTP and API port (default 4318)")
-    parser.add_argument("--grpc-port", type=int, default=None, help="OTLP/gRPC port (default 4317; 0 = off)")
-    parser.add_argument(
-        "--db", default=None, help="DuckDB file (default ./reach-data/traces.duckdb) or :memory:"
-    )
-    parser.add_argument("--config", default=None, help="YAML config file (see the configuration reference)")
-    parser.add_argument("--retention", default=None, help="drop spans older than this (e.g. 7d, 12h)")
-    parser.add_argument(
-        "--insecure-bind",
-        action="store_true",
-        help="allow a non-loopback host without auth tokens",
-    )
-
-
-def run_serve(args: argparse.Namespace) -> int:
-    from reach_collector.alerting.config import from_settings
-    from reach_collector.config import ConfigError, load, parse_duration
-    from reach_collector.server import StartupError, serve
-
-    try:
-        settings = load(args.config)
-        settings = settings.with_overrides(
-            host=args.host,
-            port=args.port,
-            grpc_port=args.grpc_port,
-            db=args.db,
-            retention_s=parse_duration(args.retention, "--retention") if args.retention else None,
-            insecure_bind=True if args.insecure_bind else None,
-        )
-        from_settings(settings)  # a bad alerting/users/schedules/routing section fails here, before binding
-        serve(settings)
-    except (ConfigError, StartupError) as exc:
-        print(f"reach-otel collector: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        pass
-    return 0
 
 
 def run_trace(args: argparse.Namespace) -> int:
@@ -66,7 +24,7 @@ def run_trace(args: argparse.Namespace) -> int:
 
         print(json.dumps(trace, indent=2))
         return 0
-    from reach_collector.render import print_tree
+    from reach_collector.cli.render import print_tree
 
     print_tree(trace)
     return 0
@@ -96,18 +54,14 @@ def run_traces(args: argparse.Namespace) -> int:
 
         print(json.dumps(body, indent=2))
         return 0
-    from reach_collector.render import print_traces
+    from reach_collector.cli.render import print_traces
 
     print_traces(body["traces"])
     return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `collector`, `trace` and `traces` to the `reach-otel` command line."""
-    serve = sub.add_parser("collector", help="run the trace-store collector (OTLP ingest, query API)")
-    add_serve_arguments(serve)
-    serve.set_defaults(func=run_serve)
-
+    """Add `trace` and `traces` to the `reach-otel` command line."""
     trace = sub.add_parser("trace", help="print one trace as a span tree")
     trace.add_argument("trace_id", metavar="TRACE_ID", help="32 hex digits")
     add_query_arguments(trace, "a rendering")

@@ -142,7 +142,7 @@ class Collector:
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log_file, stderr=subprocess.STDOUT)
 
     def wait_healthy(self, timeout: float = 30) -> None:
-        from reach_collector.client import QueryError, get_json
+        from reach_collector.cli.client import QueryError, get_json
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -156,7 +156,7 @@ class Collector:
         raise RuntimeError(f"the collector did not start within {timeout:.0f}s; see {self.log}")
 
     def get(self, path: str, **params: Any) -> Any:
-        from reach_collector.client import get_json
+        from reach_collector.cli.client import get_json
 
         return get_json(self.url, path, [(k, str(v)) for k, v in params.items()])
 
@@ -198,7 +198,7 @@ def _run_traffic(desk: SupportDesk, duration: float, console: Console) -> Counte
 
 
 def _show_trace(collector: Collector, console: Console) -> str | None:
-    from reach_collector.render import print_tree
+    from reach_collector.cli.render import print_tree
 
     traces = collector.get("/api/traces", limit=200)["traces"]
     if not traces:
@@ -288,7 +288,7 @@ def _show_alerts(collector: Collector, console: Console, *, pager: Pager) -> Non
 
 def _section(show: Any, collector: Collector, console: Console) -> Any:
     """Print one part of the report; a part the collector cannot answer says so and the rest goes on."""
-    from reach_collector.client import QueryError
+    from reach_collector.cli.client import QueryError
 
     try:
         return show(collector, console)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from alerting_fakes import T0, FakeClock
 from alerting_live import Live, agent_span, live_collector, otlp, wait_for
-from reach_collector import cli_alerts
+from reach_collector import cli
 
 DOC: dict[str, Any] = {"alerting": {"rules": {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3}}}}
 
@@ -81,7 +81,7 @@ def test_by_and_comment_and_bad_bodies(tmp_path: Path, caplog: pytest.LogCapture
 
 def _cli(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="reach-otel")
-    cli_alerts.register(parser.add_subparsers(dest="command"))
+    cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code
@@ -90,7 +90,7 @@ def _cli(*argv: str) -> int:
 def test_cli_ack_needs_no_by(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli_alerts, "_login", lambda: "carol")
+    monkeypatch.setattr(cli.alerts, "_login", lambda: "carol")
     t = T0 + 600.0
     with live_collector(tmp_path / "t.duckdb", DOC, alert_loop=False, clock=FakeClock(t)) as c:
         fp = _firing(c, t)

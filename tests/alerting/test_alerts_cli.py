@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from alerting_fakes import T0, free_port
 from alerting_live import NS, live_collector
-from reach_collector import cli_alerts
+from reach_collector import cli
 from test_alert_store_data import history_body
 
 
 def run(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="reach-otel")
-    cli_alerts.register(parser.add_subparsers(dest="command"))
+    cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from alerting_fakes import T0, FakeClock, Receiver
 from alerting_live import agent_span, live_collector, otlp, wait_for
-from reach_collector import cli_alerts
+from reach_collector import cli
 
 AGENT = "payments-reconciliation-worker-eu"  # long enough that the table must shorten it
 
 
 def _cli(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="reach-otel")
-    cli_alerts.register(parser.add_subparsers(dest="command"))
+    cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code
@@ -107,7 +107,7 @@ def test_deliveries_table_shortens_names_not_times() -> None:
             "next_retry_at": None,
         }
     ]
-    text = cli_alerts.deliveries_text(rows)
+    text = cli.alerts.deliveries_text(rows)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "2026-01-05T08:10:00Z" in text and "…" in text
-    assert cli_alerts.deliveries_text([]) == "no delivery attempts"
+    assert cli.alerts.deliveries_text([]) == "no delivery attempts"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from alerting_fakes import T0, FakeClock
 from alerting_live import Live, live_collector
-from reach_collector import cli_alerts
+from reach_collector import cli
 
 DOC: dict[str, Any] = {
     "schedules": {
@@ -75,7 +75,7 @@ def test_preview_says_who_and_why(tmp_path: Path) -> None:
 
 def _cli(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="reach-otel")
-    cli_alerts.register(parser.add_subparsers(dest="command"))
+    cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

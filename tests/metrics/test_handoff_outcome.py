@@ -28,10 +28,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from prometheus_client.parser import text_string_to_metric_families
 from reach_collector.app import create_app
+from reach_collector.cli.render import span_label
 from reach_collector.config import Settings
 from reach_collector.handoff_counts import HandoffCounts
 from reach_collector.handoff_outcome import is_recorded, recorded_sql
-from reach_collector.render import span_label
 from reach_collector.store.duckdb_store import DuckDBStore
 
 import reach_otel

@@ -31,8 +31,9 @@ def start() -> list[str]:
         from reach_otel.instrumentation import auto_instrument
         from reach_otel.setup import init
 
-        init(instrument=False)
-        applied = auto_instrument() if env_bool("REACH_OTEL_INSTRUMENT", True) else []
+        # What init() would apply, but here, to say which in the start-up line.
+        wanted = init(instrument=False) is not None and env_bool("REACH_OTEL_INSTRUMENT", True)
+        applied = auto_instrument() if wanted else []
         logger.debug("reach_otel: auto-instrumented %s", ", ".join(applied))
     except Exception:  # the application starts regardless
         logger.warning("reach_otel: auto-instrumentation failed", exc_info=True)

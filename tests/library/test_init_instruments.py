@@ -174,3 +174,28 @@ def test_declarative_targets_are_applied_by_init_when_set(llm: FakeLLMServer, tm
         spans = sink.wait_for(2)
     assert sorted(s["name"] for s in spans) == ["execute_tool lookup_invoice", "execute_tool refund"]
     assert "warning" not in out.stderr.lower(), out.stderr
+
+
+def test_init_under_reach_otel_run_applies_nothing_twice(llm: FakeLLMServer) -> None:
+    """`reach-otel run` applied the instrumentors before the app's own init(): one LLM span per call."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_OTEL_", "_REACH"))}
+    env.update(OTEL_SERVICE_NAME="support-bot", OPENAI_BASE_URL=llm.openai_base_url)
+    code = APP + 'reach_otel.init()\nreach_otel.instrument()\nbilling("one")\nbilling("two")\n'
+    with OtlpSink() as sink:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = sink.url
+        out = subprocess.run(
+            [sys.executable, "-m", "reach_otel", "run", "--", sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        spans = sink.wait_for(4)
+    assert sorted(s["name"] for s in spans) == ["chat fake-model"] * 2 + ["invoke_agent BillingAgent"] * 2
+    for agent in named(spans, "invoke_agent"):
+        (chat,) = [s for s in spans if s["parent_span_id"] == agent["span_id"]]
+        assert (
+            agent["attributes"]["gen_ai.usage.input_tokens"]
+            == chat["attributes"]["gen_ai.usage.input_tokens"]
+        )

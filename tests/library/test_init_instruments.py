@@ -199,3 +199,29 @@ def test_init_under_reach_otel_run_applies_nothing_twice(llm: FakeLLMServer) -> 
             agent["attributes"]["gen_ai.usage.input_tokens"]
             == chat["attributes"]["gen_ai.usage.input_tokens"]
         )
+
+
+def test_the_registry_takes_this_distributions_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An instrumentor registered as a ``reach_*`` entry point (a framework's, say) is one init() applies;
+    another distribution's instrumentors are left to their own users."""
+    import importlib.metadata
+
+    from reach_otel import instrumentation
+
+    points = [
+        importlib.metadata.EntryPoint("reach_fakeframework", "reach_otel.instrumentation.fake:F", "x"),
+        importlib.metadata.EntryPoint("reach_threading", "reach_otel.instrumentation.threading:T", "x"),
+        importlib.metadata.EntryPoint("httpx", "opentelemetry.instrumentation.httpx:HTTPXInstrumentor", "x"),
+    ]
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: points)
+    instrumentation.registry.cache_clear()
+    try:
+        found = instrumentation.registry()
+        assert found["fakeframework"] == "reach_otel.instrumentation.fake:F"
+        assert found["threading"] == instrumentation.INSTRUMENTORS["threading"]  # the built-in one wins
+        assert found["httpx"] == instrumentation.INSTRUMENTORS["httpx"]
+        assert instrumentation.libraries("fakeframework") == ("fakeframework",)
+        assert "fakeframework" not in instrumentation.available()  # its library is not installed
+        assert {"openai", "threading", "declarative"} <= set(instrumentation.available())
+    finally:
+        instrumentation.registry.cache_clear()

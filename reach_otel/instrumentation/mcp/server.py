@@ -58,10 +58,16 @@ def _start(ref: HandlerRef, ctx: Any) -> spans.Call | None:
     }
     call = spans.start(ref(), SpanKind.SERVER, method, params, attrs, parent)
     if call is not None and parent is not ambient:
-        transport = trace.get_current_span(ambient).get_span_context()
-        if transport.is_valid and transport != trace.get_current_span(parent).get_span_context():
-            call.inv.span.add_link(transport)
+        _link_transport(call, ambient, parent)
     return call
+
+
+@safe
+def _link_transport(call: spans.Call, ambient: otel_context.Context, parent: otel_context.Context) -> None:
+    """The MCP span's parent is the caller's; the transport's span (an HTTP request) is a link."""
+    transport = trace.get_current_span(ambient).get_span_context()
+    if transport.is_valid and transport != trace.get_current_span(parent).get_span_context():
+        call.inv.span.add_link(transport)
 
 
 def middleware_wrapper(ref: HandlerRef) -> Wrapper:

@@ -7,7 +7,7 @@ on (through the handler's redactor), and the outcome — a JSON-RPC error code, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -77,11 +77,18 @@ def start(
         return None
     call = Call(inv, method, agent)
     inv.ctx = otel_context.set_value(_CALL_KEY, call, inv.ctx)
-    if method == sc.MCP_TOOLS_CALL and call.capture and inv.span.is_recording():
-        arguments = extract.tool_arguments(params)
-        if arguments is not None:
-            inv.span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, handler.content_json(arguments))
+    if method == sc.MCP_TOOLS_CALL and call.capture:
+        _content(call, sc.GEN_AI_TOOL_CALL_ARGUMENTS, extract.tool_arguments, params)
     return call
+
+
+@safe
+def _content(call: Call, key: str, pick: Any, value: Any) -> None:
+    """Tool arguments or result as JSON, truncated and redacted by the handler (capture on only)."""
+    if call.inv.span.is_recording():
+        picked = pick(value)
+        if picked is not None:
+            call.inv.span.set_attribute(key, call.inv.handler.content_json(picked))
 
 
 @safe
@@ -99,18 +106,21 @@ def finish(call: Call, result: Any) -> None:
         if extract.is_tool_error(call.method, result):
             span.set_attribute(sc.ERROR_TYPE, sc.MCP_TOOL_ERROR)
             span.set_status(Status(StatusCode.ERROR))
-        elif call.method == sc.MCP_TOOLS_CALL and call.capture and span.is_recording():
-            value = extract.tool_result(result)
-            if value is not None:
-                span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, call.inv.handler.content_json(value))
+        elif call.method == sc.MCP_TOOLS_CALL and call.capture:
+            _content(call, sc.GEN_AI_TOOL_CALL_RESULT, extract.tool_result, result)
     finally:
-        _end(call, lambda: call.inv.stop())
+        _end(call, call.inv.stop)
+
+
+@safe
+def _coded(exc: BaseException) -> tuple[str, str] | None:
+    return extract.error_code(exc)
 
 
 @safe
 def fail(call: Call, exc: BaseException) -> None:
     """End a request that raised: a JSON-RPC error by its code, anything else by its class."""
-    coded = extract.error_code(exc)
+    coded = _coded(exc)
     if coded is None:
         _end(call, lambda: call.inv.fail(exc))
         return
@@ -122,10 +132,10 @@ def fail(call: Call, exc: BaseException) -> None:
         if code != str(extract.INVALID_PARAMS):  # a validation error's text quotes the client's input
             span.record_exception(exc)
     finally:
-        _end(call, lambda: call.inv.stop())
+        _end(call, call.inv.stop)
 
 
-def _end(call: Call, end: Any) -> None:
+def _end(call: Call, end: Callable[[], Any]) -> None:
     try:
         if call.agent is not None and call.method == sc.MCP_TOOLS_CALL:
             call.agent.add_tool_call()

@@ -24,11 +24,12 @@ _DERIVED_ENV = "_REACH_OTEL_RUN_SERVICE"
 
 def derived_service_name(command: list[str]) -> str:
     """``app`` for ``python app.py``, ``pkg.mod`` for ``python -m pkg.mod``, else the program's name."""
-    for flag, value in itertools.pairwise(command):
-        if flag == "-m":
-            return value
-    script = next((c for c in command[1:] if c.endswith(".py")), None)
-    return Path(script).stem if script else Path(command[0]).name
+    for word, following in itertools.pairwise([*command[1:], ""]):
+        if word == "-m" and following:
+            return following
+        if word.endswith(".py"):  # the script: what follows are its own arguments
+            return Path(word).stem
+    return Path(command[0]).name
 
 
 def child_env(

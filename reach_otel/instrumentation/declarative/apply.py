@@ -21,7 +21,6 @@ import wrapt
 
 from reach_otel._safety import logger, safe
 from reach_otel.decorators import (
-    Starter,
     agent_name_for,
     agent_starter,
     instrument_function,
@@ -180,8 +179,7 @@ def agent_method(fn: Callable[..., Any], name_attr: str = "name") -> Any:
             return None
         return start(instance, args, kwargs)
 
-    chained: Starter = starter
-    return instrument_function(fn, chained)
+    return instrument_function(fn, starter)
 
 
 def _findable(module: str) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from collector_process import free_port
+from collector_process import CollectorProcess, free_port
 from mcp import Client, MCPError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from otlp_sink import OtlpSink, _value
@@ -36,6 +36,7 @@ APPS = HERE / "mcp_apps.py"
 sys.path.insert(0, str(HERE))
 import mcp_apps  # noqa: E402
 
+EXAMPLE = HERE.parents[1] / "examples" / "mcp_tools" / "app.py"
 TOOLS = ("add", "echo_meta", "fail", "delegate", "forbidden")
 KINDS = {1: "INTERNAL", 2: "SERVER", 3: "CLIENT"}
 
@@ -252,6 +253,69 @@ def test_uninstrument_gives_the_sdk_its_own_tracing_back() -> None:
     # The server still continues each call's trace: ours, then the SDK's own span and injection.
     assert [s["parent"] for s in servers] == [ours[0]["span_id"], sdk[0]["span_id"]]
     assert servers[1]["trace_id"] == sdk[0]["trace_id"]
+
+
+def fetch_trace(collector: CollectorProcess, trace_id: str, done: Any) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            found = dict(collector.get(f"/api/traces/{trace_id}"))
+            if done(found) or time.monotonic() > deadline:
+                return found
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+
+
+def test_the_mcp_tools_example_is_one_trace_under_reach_otel_run(tmp_path: Path) -> None:
+    with CollectorProcess(tmp_path / "mcp.duckdb") as collector:
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_", "_REACH_", "OPENAI_"))
+        }
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100")
+        command = [sys.executable, "-m", "reach_otel", "run", "--service-name", "support-agent", "--"]
+        out = subprocess.run(
+            [*command, sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stderr[-4000:]
+        trace_id, answer = out.stdout.strip().splitlines()[-1].split(None, 1)
+        invoice, refund = answer.split(" | ")
+        assert invoice == "echo: invoice INV-7: 42 EUR, paid on 3 March"
+        assert refund == "echo: refund for INV-7: approved, 42 EUR back within 5 days"
+        servers = ("tools/call lookup_invoice", "tools/call refund_status")
+        trace = fetch_trace(
+            collector,
+            trace_id,
+            lambda t: all(any(s["name"] == n and s["kind"] == "SERVER" for s in t["spans"]) for n in servers),
+        )
+    spans = trace["spans"]
+    (root,) = trace["roots"]
+    assert root["name"] == "invoke_workflow support_turn" and root["service"] == "support-agent"
+    assert {s["service"] for s in spans} == {"support-agent", "support-tools-stdio", "support-tools-http"}
+    by_id = {s["span_id"]: s for s in spans}
+    for name, agent, service in (
+        ("tools/call lookup_invoice", "BillingAgent", "support-tools-stdio"),
+        ("tools/call refund_status", "RefundAgent", "support-tools-http"),
+    ):
+        (client,) = [s for s in spans if s["name"] == name and s["kind"] == "CLIENT"]
+        (server,) = [s for s in spans if s["name"] == name and s["kind"] == "SERVER"]
+        assert by_id[client["parent_span_id"]]["name"] == f"invoke_agent {agent}"
+        assert server["parent_span_id"] == client["span_id"] and server["service"] == service
+        assert server["attributes"]["gen_ai.conversation.id"] == "SESS-42"
+        assert server["attributes"]["user.id"] == "U-1"
+        assert client["attributes"]["reach.agent.name"] == agent
+        assert server["status"]["code"] != "ERROR"
+    chats = [s for s in spans if s["name"] == "chat fake-model"]
+    assert len(chats) == 4 and {by_id[c["parent_span_id"]]["name"] for c in chats} == {
+        "invoke_agent BillingAgent",
+        "invoke_agent RefundAgent",
+    }
+    (handoff,) = [s for s in spans if s["name"] == "handoff RefundAgent"]
+    assert handoff["attributes"]["reach.handoff.status"] == "committed"
+    refund_agent = next(s for s in spans if s["name"] == "invoke_agent RefundAgent")
+    assert refund_agent["attributes"]["reach.hop.count"] == 1
+    assert not [s for s in spans if s["name"].startswith("MCP send")]
 
 
 # -- in process: the client and an in-process server (the SDK's direct dispatcher) --------------------

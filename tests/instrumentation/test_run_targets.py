@@ -134,7 +134,8 @@ def test_targets_in_the_script_itself(
 
 
 def test_python_dash_m_module(tmp_path: Path, sink: OtlpSink, llm: FakeLLMServer) -> None:
-    files = {"pkg/__init__.py": "", "pkg/mod.py": AGENTS + '\n    print(BillingAgent("BillingAgent").run("m"))\n'}
+    main = AGENTS + '\n    print(BillingAgent("BillingAgent").run("m"))\n'
+    files = {"pkg/__init__.py": "", "pkg/mod.py": main}
     app = write(tmp_path, files)
     out = reach_run(
         [sys.executable, "-m", "pkg.mod"], app, sink, llm, REACH_OTEL_AGENTS="pkg.mod:BillingAgent.run"

@@ -16,7 +16,7 @@ from reach_collector.alerting.engine import build_engine
 from reach_collector.alerting.state import Transition
 from reach_collector.alerting.store_data import StoreAlertData
 from reach_collector.alerting.webhook import HttpSender, Sender
-from reach_collector.api import health, otlp, traces
+from reach_collector.api import health, otlp, traces, ui
 from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
 from reach_collector.api.heartbeats import heartbeats_router
@@ -141,5 +141,6 @@ def create_app(
     app.include_router(heartbeats_router(store, writer, engine, exposition, clock))
     app.include_router(alerts_router(engine, history))
     app.include_router(oncall_router(engine))
+    app.include_router(ui.ui_router())
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
     return app

@@ -14,12 +14,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 INGEST: Final = "ingest"
 QUERY: Final = "query"
 _INGEST_PATHS: Final = frozenset({"/v1/traces", "/api/heartbeats"})
-_OPEN_PATHS: Final = frozenset({"/healthz"})
+_OPEN_PATHS: Final = frozenset({"/healthz", "/", "/ui"})
+_OPEN_PREFIXES: Final = ("/ui/",)  # the web console's shell and assets: no data (SPEC §14)
 
 
 def scope_for(path: str) -> str | None:
     """Which token guards a path; None means open."""
-    if path in _OPEN_PATHS:
+    if path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES):
         return None
     if path in _INGEST_PATHS or path.rstrip("/") in _INGEST_PATHS:
         return INGEST

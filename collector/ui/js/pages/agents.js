@@ -1,0 +1,157 @@
+// Agents: golden metrics per agent (GET /api/metrics/golden?by=agent) with per-minute sparklines
+// (GET /api/metrics/timeseries), the multi-agent metrics, tokens and cost (GET /api/metrics/agents)
+// and heartbeats (GET /api/agents).
+
+import { get } from "../api.js";
+import { AgentColors } from "../colors.js";
+import { fill, h, notice, s } from "../dom.js";
+import * as fmt from "../format.js";
+import { agentChip } from "./traces.js";
+
+const WINDOWS = ["5m", "15m", "1h", "6h", "24h"];
+const SPARK_SINCE = "1h";
+const REFRESH_MS = 15000;
+
+/** A sparkline of one series' points ({value}), nulls as gaps. */
+export function sparkline(points, { width = 140, height = 28, colour = "#4e79a7", label = "" } = {}) {
+  const values = points.map((p) => (p.value === null || p.value === undefined ? null : Number(p.value)));
+  const max = Math.max(0, ...values.filter((v) => v !== null));
+  const svg = s("svg", { class: "spark", viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": label });
+  svg.append(s("title", null, `${label}: max ${fmt.num(max)}`));
+  const step = values.length > 1 ? width / (values.length - 1) : width;
+  let d = "";
+  values.forEach((v, i) => {
+    if (v === null) return;
+    const x = (i * step).toFixed(1);
+    const y = (height - 2 - (max ? (v / max) * (height - 4) : 0)).toFixed(1);
+    const joined = i > 0 && values[i - 1] !== null;
+    const alone = !joined && (i + 1 >= values.length || values[i + 1] === null);
+    d += `${joined ? "L" : "M"}${x},${y}${alone ? "h0.01" : ""}`; // a lone point shows as a dot
+  });
+  svg.append(s("path", { d: d || `M0,${height - 2}L${width},${height - 2}`, fill: "none", stroke: colour, "stroke-width": "1.6", "stroke-linecap": "round", "stroke-linejoin": "round" }));
+  return svg;
+}
+
+function byKey(series) {
+  return new Map((series?.series || []).map((x) => [String(x.key), x.points || []]));
+}
+
+function rateBar(ratio, { judge = true } = {}) {
+  const wrap = h("span", { class: "ratebar" }, h("span", { class: "fill" }), h("span", { class: "txt", text: fmt.pct(ratio, 1) }));
+  if (ratio !== null && ratio !== undefined) {
+    wrap.firstChild.style.width = `${Math.max(0, Math.min(1, ratio)) * 100}%`;
+    wrap.classList.toggle("bad", judge && ratio < 0.5);
+    wrap.classList.toggle("warn", judge && ratio >= 0.5 && ratio < 0.9);
+    wrap.classList.toggle("neutral", !judge);
+  }
+  return wrap;
+}
+
+function stat(label, value, hint = "") {
+  return h("div", { class: "tile", title: hint }, h("div", { class: "tile-value", text: value }), h("div", { class: "tile-label", text: label }));
+}
+
+export async function render(root, ctx) {
+  document.title = "Agents · reach-otel";
+  const windowParam = WINDOWS.includes(ctx.params.get("window")) ? ctx.params.get("window") : "15m";
+  const select = h("select", { id: "window", "aria-label": "window" }, WINDOWS.map((w) => h("option", { value: w, selected: w === windowParam, text: `last ${w}` })));
+  select.addEventListener("change", () => ctx.navigate(`/ui/agents?window=${select.value}`, { replace: true }));
+  const body = h("div", { id: "agents-body", class: "stack" });
+  root.append(h("div", { class: "page-head" }, h("h1", { text: "Agents" }), select, h("span", { class: "muted", id: "agents-updated" })), body);
+
+  async function load() {
+    const [golden, calls, p95, multi, beats] = await Promise.all([
+      get("/api/metrics/golden", { window: windowParam, by: "agent" }, ctx.signal),
+      get("/api/metrics/timeseries", { metric: "calls", by: "agent", step: "1m", since: SPARK_SINCE }, ctx.signal),
+      get("/api/metrics/timeseries", { metric: "p95", by: "agent", step: "1m", since: SPARK_SINCE }, ctx.signal),
+      get("/api/metrics/agents", { window: windowParam }, ctx.signal),
+      get("/api/agents", null, ctx.signal).catch(() => null),
+    ]);
+    const groups = golden?.groups || [];
+    const colors = new AgentColors(groups.map((g) => g.key));
+    const callSeries = byKey(calls);
+    const p95Series = byKey(p95);
+    const rows = groups.map((g) =>
+      h(
+        "tr",
+        { "data-agent": String(g.key) },
+        h("td", null, agentChip(g.key ?? "(none)", colors)),
+        h("td", { class: "num" }, fmt.int(g.calls)),
+        h("td", { class: "num" }, g.errors ? h("span", { class: "pill error", text: fmt.int(g.errors) }) : "0"),
+        h("td", null, rateBar(g.success_rate)),
+        h("td", { class: "num" }, fmt.num(g.throughput_per_min, 1)),
+        h("td", { class: "num" }, fmt.duration(g.p50_ms)),
+        h("td", { class: "num" }, fmt.duration(g.p95_ms)),
+        h("td", { class: "num" }, fmt.duration(g.p99_ms)),
+        h("td", null, sparkline(callSeries.get(String(g.key)) || [], { colour: colors.get(g.key), label: `${g.key} calls per minute` })),
+        h("td", null, sparkline(p95Series.get(String(g.key)) || [], { colour: colors.get(g.key), label: `${g.key} p95 per minute` })),
+      ),
+    );
+    const goldenTable = groups.length
+      ? h(
+          "table",
+          { class: "grid", id: "golden" },
+          h("thead", null, h("tr", null, ["Agent", "Calls", "Errors", "Success", "OK / min", "p50", "p95", "p99", `Calls / min (${SPARK_SINCE})`, `p95 / min (${SPARK_SINCE})`].map((t) => h("th", { scope: "col", text: t })))),
+          h("tbody", null, rows),
+        )
+      : notice(`No agent calls in the last ${windowParam}.`);
+    const hand = multi?.handoffs || {};
+    const hops = multi?.hops || {};
+    const loops = multi?.loops || {};
+    const tokens = (multi?.agents || []).map((a) =>
+      h(
+        "tr",
+        { "data-agent": String(a.agent) },
+        h("td", null, agentChip(a.agent, colors)),
+        h("td", { class: "num" }, fmt.int(a.input_tokens)),
+        h("td", { class: "num" }, fmt.int(a.output_tokens)),
+        h("td", null, rateBar(a.token_share, { judge: false })),
+        h(
+          "td",
+          { class: "num", title: (a.unpriced_models || []).length ? `no price for ${a.unpriced_models.join(", ")}` : "" },
+          a.cost_usd === null || a.cost_usd === undefined ? h("span", { class: "muted", text: (a.unpriced_models || []).length ? "unpriced" : "–" }) : fmt.usd(a.cost_usd),
+        ),
+      ),
+    );
+    const heartbeats = (beats?.agents || []).map((a) =>
+      h("tr", null, h("td", { class: "mono", text: String(a.agent_id) }), h("td", null, h("span", { class: `pill hb-${a.status}`, text: String(a.status) })), h("td", { text: `${fmt.time(a.last_heartbeat)} (${fmt.ago(a.last_heartbeat)})` })),
+    );
+    fill(body, 
+      h("section", { class: "card" }, h("h2", { text: `Golden metrics per agent — last ${windowParam}` }), goldenTable),
+      h(
+        "section",
+        { class: "card" },
+        h("h2", { text: `Handoffs, hops and loops — last ${windowParam}` }),
+        h(
+          "div",
+          { class: "tiles", id: "multi" },
+          stat("handoffs", fmt.int(hand.total)),
+          stat("efficiency", fmt.pct(hand.efficiency), "committed / all handoffs"),
+          stat("acceptance", fmt.pct(hand.acceptance_rate)),
+          stat("commit rate", fmt.pct(hand.commit_rate), "committed / accepted"),
+          stat("unknown", fmt.pct(hand.unknown_rate)),
+          stat("escalation", fmt.pct(hand.escalation_rate)),
+          stat("inferred", fmt.int(hand.inferred), "outcome inferred from the target's next agent span"),
+          stat("hops p50 / p95 / p99", `${fmt.num(hops.p50)} / ${fmt.num(hops.p95)} / ${fmt.num(hops.p99)}`),
+          stat("≤ 2 hops", fmt.pct(hops.share_le_2)),
+          stat("loops", `${fmt.int(loops.traces_with_loop)} (${fmt.pct(loops.rate, 1)})`, "traces with a loop"),
+        ),
+      ),
+      h(
+        "section",
+        { class: "card" },
+        h("h2", { text: `Tokens and cost per agent — last ${windowParam}` }),
+        tokens.length
+          ? h("table", { class: "grid", id: "tokens" }, h("thead", null, h("tr", null, ["Agent", "Input tokens", "Output tokens", "Share", "Cost (USD)"].map((t) => h("th", { scope: "col", text: t })))), h("tbody", null, tokens))
+          : notice("No LLM tokens in this window."),
+      ),
+      heartbeats.length
+        ? h("section", { class: "card" }, h("h2", { text: "Heartbeats" }), h("table", { class: "grid", id: "heartbeats" }, h("thead", null, h("tr", null, ["Agent id", "Status", "Last heartbeat"].map((t) => h("th", { scope: "col", text: t })))), h("tbody", null, heartbeats)))
+        : null,
+    );
+    document.getElementById("agents-updated").textContent = `updated ${new Date().toISOString().slice(11, 19)} UTC`;
+  }
+
+  await load();
+  ctx.every(REFRESH_MS, load);
+}

@@ -1,0 +1,103 @@
+// Alerts: pending, firing and resolved alerts (GET /api/alerts), an ack button for a firing alert
+// (POST /api/alerts/{fingerprint}/ack with an empty body), and the delivery attempts
+// (GET /api/alerts/deliveries).
+
+import { ApiError, get, post } from "../api.js";
+import { fill, h, notice } from "../dom.js";
+import * as fmt from "../format.js";
+
+const STATES = ["all", "firing", "pending", "resolved"];
+const REFRESH_MS = 10000;
+
+function labels(obj) {
+  return Object.entries(obj || {})
+    .filter(([k]) => k !== "alertname" && k !== "severity")
+    .map(([k, v]) => h("span", { class: "label", text: `${k}=${v}` }));
+}
+
+export async function render(root, ctx) {
+  document.title = "Alerts · reach-otel";
+  const state = STATES.includes(ctx.params.get("state")) ? ctx.params.get("state") : "all";
+  const tabs = h(
+    "div",
+    { class: "tabs", role: "tablist" },
+    STATES.map((st) => h("a", { href: st === "all" ? "/ui/alerts" : `/ui/alerts?state=${st}`, class: st === state ? "active" : null, role: "tab", text: st })),
+  );
+  const alertsBox = h("div", { id: "alerts-body" });
+  const deliveriesBox = h("div", { id: "deliveries-body" });
+  root.append(
+    h("div", { class: "page-head" }, h("h1", { text: "Alerts" }), tabs),
+    h("section", { class: "card" }, h("h2", { text: "Alerts" }), alertsBox),
+    h("section", { class: "card" }, h("h2", { text: "Delivery attempts (latest 100)" }), deliveriesBox),
+  );
+
+  async function ack(fingerprint, button) {
+    button.disabled = true;
+    button.textContent = "acking…";
+    try {
+      const done = await post(`/api/alerts/${encodeURIComponent(fingerprint)}/ack`, ctx.signal);
+      button.textContent = done?.already_acknowledged ? "already acked" : "acked";
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      button.textContent = "ack failed";
+      button.title = e.message;
+      button.disabled = false;
+      return;
+    }
+    await load();
+  }
+
+  async function load() {
+    const [alerts, deliveries] = await Promise.all([
+      get("/api/alerts", state === "all" ? null : { state }, ctx.signal),
+      get("/api/alerts/deliveries", { limit: 100 }, ctx.signal),
+    ]);
+    const list = alerts?.alerts || [];
+    const order = { firing: 0, pending: 1, resolved: 2 };
+    list.sort((a, b) => (order[a.state] ?? 3) - (order[b.state] ?? 3) || String(a.severity).localeCompare(String(b.severity)));
+    const rows = list.map((a) => {
+      const canAck = a.state === "firing" && !a.acknowledged_by;
+      const button = canAck ? h("button", { type: "button", class: "primary small ack", "data-fingerprint": String(a.fingerprint), text: "Ack" }) : null;
+      if (button) button.addEventListener("click", () => ctx.run(() => ack(String(a.fingerprint), button)));
+      return h(
+        "tr",
+        { class: `st-${a.state}`, "data-fingerprint": String(a.fingerprint) },
+        h("td", null, h("span", { class: `pill sev-${String(a.severity).toLowerCase()}`, text: String(a.severity ?? "") })),
+        h("td", null, h("div", { class: "alertname", text: String(a.alertname ?? "") }), h("div", { class: "muted small", text: String(a.annotations?.summary ?? "") })),
+        h("td", null, labels(a.labels)),
+        h("td", null, h("span", { class: `pill state-${a.state}`, text: String(a.state ?? "") })),
+        h("td", { class: "nowrap", title: String(a.active_at ?? "") }, fmt.time(a.active_at)),
+        h("td", { class: "nowrap" }, fmt.time(a.fired_at)),
+        h("td", { class: "nowrap" }, fmt.time(a.resolved_at)),
+        h("td", null, a.acknowledged_by ? h("span", { class: "muted", text: `acked by ${a.acknowledged_by}` }) : button),
+      );
+    });
+    fill(alertsBox, 
+      rows.length
+        ? h("table", { class: "grid", id: "alerts" }, h("thead", null, h("tr", null, ["Severity", "Alert", "Labels", "State", "Active since", "Fired", "Resolved", "Ack"].map((t) => h("th", { scope: "col", text: t })))), h("tbody", null, rows))
+        : notice(state === "all" ? "No alerts." : `No ${state} alerts.`),
+    );
+    const drows = (deliveries?.deliveries || []).slice().reverse().map((d) =>
+      h(
+        "tr",
+        { class: d.ok ? "" : "has-error" },
+        h("td", { class: "nowrap" }, fmt.time(d.time)),
+        h("td", { text: String(d.kind ?? "") }),
+        h("td", { text: String(d.alertname ?? "") }),
+        h("td", { text: String(d.agent ?? "") }),
+        h("td", { text: String(d.recipient ?? "") }),
+        h("td", { class: "num" }, String(d.attempt ?? "")),
+        h("td", null, h("span", { class: `pill ${d.ok ? "ok" : "error"}`, text: d.ok ? "delivered" : d.retryable ? "failed, will retry" : "failed" })),
+        h("td", { class: "small", text: String(d.error ?? "") }),
+      ),
+    );
+    fill(deliveriesBox, 
+      drows.length
+        ? h("table", { class: "grid", id: "deliveries" }, h("thead", null, h("tr", null, ["Time", "Kind", "Alert", "Agent", "Recipient", "Attempt", "Result", "Error"].map((t) => h("th", { scope: "col", text: t })))), h("tbody", null, drows))
+        : notice("No delivery attempts recorded."),
+    );
+  }
+
+  await load();
+  ctx.every(REFRESH_MS, load);
+}

@@ -1,0 +1,148 @@
+// Trace: the waterfall of every span (virtualised), the trace's agent graph, its totals, and the
+// details of the chosen span. One GET /api/traces/{id}.
+
+import { get } from "../api.js";
+import { AgentColors } from "../colors.js";
+import { copyButton, h, notice } from "../dom.js";
+import * as fmt from "../format.js";
+import { details } from "../trace/details.js";
+import { agentGraph, OUTCOME_COLORS } from "../trace/graph.js";
+import { buildModel, TYPES } from "../trace/model.js";
+import { Waterfall } from "../trace/waterfall.js";
+
+function tile(label, value, kind = "") {
+  return h("div", { class: `tile ${kind}` }, h("div", { class: "tile-value", text: value }), h("div", { class: "tile-label", text: label }));
+}
+
+function totalsStrip(model) {
+  const t = model.totals;
+  return h(
+    "div",
+    { class: "tiles", id: "totals" },
+    tile("duration", fmt.duration(model.durationMs)),
+    tile("spans", fmt.int(t.spans)),
+    tile("agents", fmt.int(model.agents.length)),
+    tile("handoffs", fmt.int(t.handoffs)),
+    tile("LLM calls", fmt.int(t.llm)),
+    tile("tool calls", fmt.int(t.tools)),
+    tile("tokens in → out", `${fmt.int(t.inputTokens)} → ${fmt.int(t.outputTokens)}`),
+    tile("errors", fmt.int(t.errors), t.errors ? "bad" : ""),
+    tile("gates", fmt.int(t.gates), t.gates ? "warn" : ""),
+    tile("loops", fmt.int(t.loops), t.loops ? "bad" : ""),
+  );
+}
+
+function legend(model, colors) {
+  const agents = model.agents.map((a) => {
+    const chip = h("span", { class: "chip", "data-agent": a }, h("span", { class: "dot" }), a);
+    chip.firstChild.style.backgroundColor = colors.get(a);
+    return chip;
+  });
+  const types = ["agent", "llm", "tool", "handoff"].map((k) =>
+    h("span", { class: `legend-type t-${k}` }, h("span", { class: "ticon", text: TYPES[k].icon }), h("span", { class: "swatch" }), TYPES[k].label),
+  );
+  const outcomes = ["committed", "failed", "rejected", "unknown"].map((k) => {
+    const line = h("span", { class: "line" });
+    line.style.backgroundColor = OUTCOME_COLORS[k];
+    return h("span", { class: "legend-outcome" }, line, k);
+  });
+  return h(
+    "div",
+    { class: "legend", id: "legend" },
+    h("span", { class: "legend-title", text: "Agents" }),
+    agents.length ? agents : h("span", { class: "muted", text: "none" }),
+    h("span", { class: "sep" }),
+    types,
+    h("span", { class: "legend-mark error", text: "✗ error" }),
+    h("span", { class: "legend-mark gate", text: "⚠ gate" }),
+    h("span", { class: "legend-mark loop", text: "⟳ loop" }),
+    h("span", { class: "sep" }),
+    h("span", { class: "legend-title", text: "Handoffs" }),
+    outcomes,
+    h("span", { class: "legend-outcome" }, h("span", { class: "line dashed" }), "inferred"),
+  );
+}
+
+/** An edge's short label (counts and the outcomes that were not commits) and its full title. */
+export function edgeText(e) {
+  const hops = e.hops.length ? (Math.min(...e.hops) === Math.max(...e.hops) ? `hop ${e.hops[0]}` : `hops ${Math.min(...e.hops)}–${Math.max(...e.hops)}`) : "";
+  const outcomes = Object.entries(e.statuses).sort(([a], [b]) => (a === "committed" ? -1 : b === "committed" ? 1 : a.localeCompare(b)));
+  const title = `${e.count} handoff${e.count === 1 ? "" : "s"}: ${outcomes.map(([k, c]) => `${c} ${k}`).join(", ")}${hops ? `; ${hops}` : ""}${e.inferred ? `; ${e.inferred} inferred` : ""}`;
+  if (e.count === 1) return { label: [outcomes[0]?.[0] ?? "unknown", hops].filter(Boolean).join(" · "), title };
+  const bad = outcomes.filter(([k]) => k !== "committed").map(([k, c]) => `${c} ${k}`);
+  return { label: [`×${e.count}`, ...(bad.length ? bad : ["all committed"])].join(" · "), title };
+}
+
+function graphFor(model, colors) {
+  const g = model.graph;
+  if (!g.nodes.length) return h("p", { class: "muted", text: "No agents in this trace." });
+  const nodes = g.nodes.map((v) => {
+    const tokens = v.inputTokens + v.outputTokens;
+    return {
+      id: v.id,
+      color: colors.get(v.id),
+      error: v.errors > 0,
+      title: `${v.id}: ${v.runs} run(s), ${v.errors} failed, ${fmt.int(v.inputTokens)} → ${fmt.int(v.outputTokens)} tokens`,
+      sub: [`${v.runs} run${v.runs === 1 ? "" : "s"}`, v.errors ? `${v.errors} failed` : null, tokens ? `${fmt.compact(tokens)} tok` : null].filter(Boolean).join(" · "),
+    };
+  });
+  const edges = g.edges.map((e) => ({ ...e, dashed: e.inferred * 2 >= e.count, ...edgeText(e) }));
+  return agentGraph(nodes, edges, { title: `agents and handoffs of trace ${model.traceId}` });
+}
+
+export async function render(root, ctx) {
+  const id = String(ctx.id);
+  document.title = `Trace ${id.slice(0, 8)} · reach-otel`;
+  performance.clearMarks();
+  performance.mark("trace-start");
+  const trace = await get(`/api/traces/${encodeURIComponent(id)}`, null, ctx.signal).catch((e) => {
+    if (e.status === 404 || e.status === 400) return { missing: e.message };
+    throw e;
+  });
+  performance.mark("trace-fetched");
+  if (trace.missing) {
+    root.append(h("div", { class: "page-head" }, h("h1", { text: "Trace" })), notice(trace.missing, "error"), h("p", null, h("a", { href: "/ui/traces", text: "← all traces" })));
+    return null;
+  }
+  const model = buildModel(trace);
+  const colors = new AgentColors(model.agents);
+  const root0 = model.rows[0]?.span;
+  const panel = h("div", { class: "card details-card", id: "details-card" });
+  const waterfall = new Waterfall(model, colors, (row) => {
+    panel.replaceChildren(details(row, colors));
+    panel.scrollTop = 0;
+    const q = new URLSearchParams(location.search);
+    q.set("span", String(row.span.span_id));
+    history.replaceState(null, "", `${location.pathname}?${q}`);
+  });
+  root.append(
+    h(
+      "div",
+      { class: "page-head" },
+      h("a", { href: "/ui/traces", class: "back", text: "← Traces" }),
+      h("h1", null, "Trace ", h("span", { class: "mono trace-id", text: String(trace.trace_id) })),
+      copyButton(String(trace.trace_id), "copy id"),
+      h("span", { class: "root-name", title: "root span", text: String(root0?.name ?? "") }),
+      h("span", { class: "muted", text: root0 ? `${fmt.time(root0.start_time)}` : "" }),
+    ),
+    totalsStrip(model),
+    legend(model, colors),
+    h(
+      "div",
+      { class: "trace-layout" },
+      h("div", { class: "card wf-card" }, waterfall.el),
+      h("div", { class: "side" }, h("div", { class: "card graph-card" }, h("h2", { text: "Agent graph" }), graphFor(model, colors)), panel),
+    ),
+  );
+  waterfall.relayout();
+  const wanted = ctx.params.get("span");
+  const start = Math.max(0, model.rows.findIndex((r) => r.span.span_id === wanted));
+  if (model.rows.length) waterfall.select(start, { scroll: true });
+  performance.mark("trace-drawn");
+  document.body.dataset.traceReady = String(model.rows.length);
+  waterfall.body.focus({ preventScroll: true });
+  return () => {
+    waterfall.destroy();
+    delete document.body.dataset.traceReady;
+  };
+}

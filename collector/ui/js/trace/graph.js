@@ -1,0 +1,218 @@
+// An agent graph as SVG: agents as nodes, handoffs as arrows coloured by their main outcome and
+// labelled with counts, failures and hops. Layered left to right from the first agent; an edge
+// within a column arcs to its right, an edge going back (a ping-pong, a return to the caller) arcs
+// below every node. Every label is an SVG text node.
+
+import { s } from "../dom.js";
+
+const NODE_W = 166;
+const NODE_H = 46;
+const COL_GAP = 300;
+const ROW_GAP = 72;
+const MARGIN = 16;
+export const OUTCOME_COLORS = {
+  committed: "#2e7d32",
+  failed: "#d62728",
+  rejected: "#e8710a",
+  unknown: "#8a8f98",
+  expired: "#8a8f98",
+  other: "#1f6fb2",
+};
+const SEVERITY = ["failed", "rejected", "unknown", "expired", "other", "committed"];
+let graphs = 0;
+
+function kind(status) {
+  return status in OUTCOME_COLORS ? status : "other";
+}
+
+/** The outcome an edge is drawn in: the one most of its handoffs had (ties go to the worse). */
+export function edgeOutcome(statuses) {
+  const totals = {};
+  for (const [k, c] of Object.entries(statuses || {})) totals[kind(k)] = (totals[kind(k)] || 0) + Number(c || 0);
+  let best = "unknown";
+  let most = -1;
+  for (const k of SEVERITY) {
+    if ((totals[k] || 0) > most) {
+      best = k;
+      most = totals[k] || 0;
+    }
+  }
+  return most > 0 ? best : "unknown";
+}
+
+function layers(nodes, edges) {
+  const out = new Map();
+  const next = new Map(nodes.map((v) => [v.id, []]));
+  for (const e of edges) if (e.source !== e.target && next.has(e.source)) next.get(e.source).push(e.target);
+  // Start from the agents nothing hands off to (the entry points), then the rest in their order.
+  const incoming = new Set(edges.filter((e) => e.source !== e.target).map((e) => e.target));
+  const starts = [...nodes.filter((v) => !incoming.has(v.id)), ...nodes.filter((v) => incoming.has(v.id))];
+  for (const start of starts) {
+    if (out.has(start.id)) continue;
+    out.set(start.id, 0);
+    const queue = [start.id];
+    while (queue.length) {
+      const id = queue.shift();
+      for (const t of next.get(id) || []) {
+        if (!out.has(t)) {
+          out.set(t, out.get(id) + 1);
+          queue.push(t);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+function clip(text, max) {
+  const t = String(text);
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+function bezier(p0, p1, p2, p3, t) {
+  const u = 1 - t;
+  return [
+    u * u * u * p0[0] + 3 * u * u * t * p1[0] + 3 * u * t * t * p2[0] + t * t * t * p3[0],
+    u * u * u * p0[1] + 3 * u * u * t * p1[1] + 3 * u * t * t * p2[1] + t * t * t * p3[1],
+  ];
+}
+
+/** Move a label down (then up) until it overlaps no label placed before it. */
+function place(placed, [x, y], width, anchor) {
+  const left = anchor === "start" ? x : anchor === "end" ? x - width : x - width / 2;
+  const hits = (top) => placed.some((b) => left < b.right && left + width > b.left && top - 11 < b.bottom && top + 3 > b.top);
+  let at = y;
+  for (const dy of [0, 13, -13, 26, -26, 39, -39]) {
+    if (!hits(y + dy)) {
+      at = y + dy;
+      break;
+    }
+  }
+  placed.push({ left, right: left + width, top: at - 11, bottom: at + 3 });
+  return [x, at];
+}
+
+/**
+ * @param nodes [{id, color, sub: string, error: bool}]
+ * @param edges [{source, target, count, statuses: {status: count}, label: string, dashed: bool, loop: bool}]
+ */
+export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent graph" } = {}) {
+  const prefix = `g${++graphs}`;
+  const layer = layers(nodes, edges);
+  const columns = new Map();
+  for (const v of nodes) {
+    const l = layer.get(v.id) ?? 0;
+    if (!columns.has(l)) columns.set(l, []);
+    columns.get(l).push(v);
+  }
+  const tallest = Math.max(1, ...[...columns.values()].map((c) => c.length));
+  const lx = (e) => layer.get(e.target) ?? 0;
+  const ls = (e) => layer.get(e.source) ?? 0;
+  const back = edges.filter((e) => e.source !== e.target && lx(e) < ls(e));
+  const sameColumn = edges.some((e) => e.source !== e.target && lx(e) === ls(e));
+  const selfLoop = edges.some((e) => e.source === e.target);
+  const top = MARGIN + (selfLoop ? 34 : 8);
+  const bottomOfNodes = top + NODE_H + (tallest - 1) * ROW_GAP;
+  const width = MARGIN * 2 + NODE_W + Math.max(0, columns.size - 1) * COL_GAP + (sameColumn ? 180 : 0);
+  const height = bottomOfNodes + MARGIN + (back.length ? 30 + 14 * back.length : 0);
+  const pos = new Map();
+  for (const [l, column] of columns) {
+    const offset = ((tallest - column.length) * ROW_GAP) / 2;
+    column.forEach((v, i) => pos.set(v.id, { x: MARGIN + l * COL_GAP, y: top + offset + i * ROW_GAP }));
+  }
+  const svg = s("svg", { id, class: "graph", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title, width, height, preserveAspectRatio: "xMidYMin meet" });
+  const defs = s("defs");
+  for (const [name, colour] of Object.entries(OUTCOME_COLORS)) {
+    defs.append(
+      s(
+        "marker",
+        { id: `${prefix}-${name}`, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "9", markerHeight: "9", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" },
+        s("path", { d: "M0,0 L10,5 L0,10 z", fill: colour }),
+      ),
+    );
+  }
+  svg.append(defs, s("title", null, title));
+  const edgeLayer = s("g", { class: "edges" });
+  const labelLayer = s("g", { class: "edge-labels" });
+  const nodeLayer = s("g", { class: "nodes" });
+  svg.append(edgeLayer, nodeLayer, labelLayer);
+  const pairs = new Set(edges.map((e) => `${e.source}\u0000${e.target}`));
+  let backIndex = 0;
+  const placed = [];
+
+  for (const e of edges) {
+    const a = pos.get(e.source);
+    const b = pos.get(e.target);
+    if (!a || !b) continue;
+    const outcome = edgeOutcome(e.statuses);
+    const colour = OUTCOME_COLORS[outcome];
+    let p;
+    let anchor = "middle";
+    let labelAt;
+    if (e.source === e.target) {
+      const x = a.x + NODE_W / 2;
+      p = [[x - 16, a.y], [x - 34, a.y - 34], [x + 34, a.y - 34], [x + 16, a.y]];
+      labelAt = [x + 34, a.y - 22];
+      anchor = "start";
+    } else if (lx(e) > ls(e)) {
+      const bend = pairs.has(`${e.target}\u0000${e.source}`) ? -7 : 0;
+      const x1 = a.x + NODE_W;
+      const y1 = a.y + NODE_H / 2 + bend;
+      const x2 = b.x;
+      const y2 = b.y + NODE_H / 2 + bend;
+      const mid = (x1 + x2) / 2;
+      p = [[x1, y1], [mid, y1], [mid, y2], [x2 - 1, y2]];
+      labelAt = bezier(...p, 0.6);
+      labelAt[1] -= 5;
+    } else if (lx(e) === ls(e)) {
+      const x = a.x + NODE_W;
+      const y1 = a.y + NODE_H / 2 + 6;
+      const y2 = b.y + NODE_H / 2 - 6;
+      const reach = 36 + Math.abs(y2 - y1) * 0.25;
+      p = [[x, y1], [x + reach, y1], [x + reach, y2], [x + 1, y2]];
+      labelAt = [x + reach * 0.75 + 4, (y1 + y2) / 2 + 4];
+      anchor = "start";
+    } else {
+      const drop = bottomOfNodes + 18 + 14 * backIndex++;
+      const x1 = a.x + NODE_W / 2 - 10;
+      const x2 = b.x + NODE_W / 2 + 10;
+      const y1 = a.y + NODE_H;
+      const y2 = b.y + NODE_H;
+      p = [[x1, y1], [x1, drop + 8], [x2, drop + 8], [x2, y2 + 1]];
+      labelAt = [(x1 + x2) / 2, drop + 2];
+    }
+    const [p0, p1, p2, p3] = p;
+    const d = `M${p0[0]},${p0[1]} C${p1[0]},${p1[1]} ${p2[0]},${p2[1]} ${p3[0]},${p3[1]}`;
+    const g = s("g", { class: `edge o-${outcome}${e.dashed ? " inferred" : ""}`, "data-source": e.source, "data-target": e.target, "data-count": String(e.count ?? 1) });
+    g.append(
+      s("title", null, `${e.source} → ${e.target}: ${e.title ?? e.label}`),
+      s("path", {
+        d,
+        fill: "none",
+        stroke: colour,
+        "stroke-width": String(Math.min(4.5, 1.5 + Math.log2(e.count || 1) * 0.6)),
+        "stroke-dasharray": e.dashed ? "5 4" : null,
+        "marker-end": `url(#${prefix}-${outcome})`,
+      }),
+    );
+    edgeLayer.append(g);
+    const label = clip(`${e.loop ? "⟳ " : ""}${e.label}`, 34);
+    labelAt = place(placed, labelAt, label.length * 6.3, anchor);
+    const text = s("text", { x: labelAt[0].toFixed(1), y: labelAt[1].toFixed(1), class: `edge-label o-${outcome}`, "text-anchor": anchor, fill: colour, "data-source": e.source, "data-target": e.target }, label);
+    labelLayer.append(text);
+  }
+
+  for (const v of nodes) {
+    const p = pos.get(v.id);
+    const g = s("g", { class: `node${v.error ? " has-error" : ""}`, "data-agent": v.id, transform: `translate(${p.x},${p.y})` });
+    g.append(
+      s("title", null, v.title ?? v.id),
+      s("rect", { width: NODE_W, height: NODE_H, rx: "7", class: "node-box", stroke: v.color }),
+      s("rect", { x: "0.75", y: "0.75", width: "6", height: NODE_H - 1.5, rx: "3", fill: v.color }),
+      s("text", { x: "14", y: "19", class: "node-name" }, clip(v.id, 21)),
+      s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, clip(v.sub || "", 28)),
+    );
+    nodeLayer.append(g);
+  }
+  return svg;
+}

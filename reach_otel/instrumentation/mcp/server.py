@@ -7,6 +7,7 @@ before or after ``instrument()`` gets one span per request, from our handler. Th
 context in ``params._meta`` (``traceparent``, ``tracestate``, and baggage with our hop state and
 session ids); the ambient context — the HTTP request's span on streamable HTTP — is a link.
 Notifications pass through untraced: they carry no trace context and would each be a lone trace.
+A server that removed the SDK's middleware (its opt-out of tracing) stays untraced.
 """
 
 from __future__ import annotations

@@ -92,6 +92,16 @@ MCP_TOOLS_CALL: Final = "tools/call"
 MCP_PROMPTS_GET: Final = "prompts/get"
 MCP_TOOL_ERROR: Final = "tool_error"  # error.type of a tools/call whose result has isError true
 
+# --- Agent2Agent protocol (a2a-sdk): one span per A2A request, client and server -----------------
+A2A_METHOD_NAME: Final = "a2a.method.name"  # message/send, message/stream, tasks/get, ...
+A2A_TASK_ID: Final = "a2a.task.id"
+A2A_TASK_STATE: Final = "a2a.task.state"  # submitted, working, completed, failed, input-required, ...
+A2A_MESSAGE_ID: Final = "a2a.message.id"  # the message the request sends
+A2A_AGENT_NAME: Final = "a2a.agent.name"  # the AgentCard name: addressed (client) or serving (server)
+A2A_MESSAGE_SEND: Final = "message/send"
+A2A_MESSAGE_STREAM: Final = "message/stream"
+A2A_TASK_FAILED: Final = "task_failed"  # error.type of a request or agent run whose task ended failed
+
 # --- reach.* attributes --------------------------------------------------------------------------
 REACH_AGENT_NAME: Final = "reach.agent.name"  # the enclosing agent, on LLM and tool spans
 REACH_AGENT_ROLE: Final = "reach.agent.role"

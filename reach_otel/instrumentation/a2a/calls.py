@@ -63,12 +63,12 @@ class Call:
         if state is None:
             return False
         self.state = state
-        self._move_handoff(state)
+        self._move_handoff(state, final=False)
         return found.is_message or states.HANDOFF_STATE.get(state) in hf.TERMINAL
 
-    def _move_handoff(self, task_state: str) -> None:
+    def _move_handoff(self, task_state: str, *, final: bool = True) -> None:
         if self.handoff is not None:
-            for event in states.events_towards(self.handoff.status, task_state):
+            for event in states.events_towards(self.handoff.status, task_state, final=final):
                 self.handoff.transition(event)
 
     # -- the end ---------------------------------------------------------------------------------
@@ -81,6 +81,8 @@ class Call:
         try:
             if result is not None:
                 self.observe(result)
+            if self.state is not None:
+                self._move_handoff(self.state)  # the last state is final now (a submitted task: accepted)
             if self.state == "failed":
                 self.span.set_attribute(sc.ERROR_TYPE, sc.A2A_TASK_FAILED)
                 self.span.set_status(Status(StatusCode.ERROR, "task failed"))

@@ -4,7 +4,9 @@ submitted → accepted, working → running, completed → committed, failed →
 rejected, canceled → failed, unknown (and a timeout) → unknown. A task state seen out of order
 walks the declared transitions only (completed right after the send: accept, start, commit).
 input-required and auth-required keep the handoff running: the target waits for the caller, so a
-handoff ended there is unknown, with the task state on the span saying why.
+handoff ended there is unknown, with the task state on the span saying why. ``submitted`` is taken
+when the next state arrives or the request ends (``final``): a task rejected right after it was
+submitted is then rejected, which the machine could not say from accepted.
 """
 
 from __future__ import annotations
@@ -45,15 +47,17 @@ def _shortest(current: str, target: str) -> tuple[str, ...] | None:
     return None
 
 
-def events_towards(current: str, task_state: str | None) -> tuple[str, ...]:
+def events_towards(current: str, task_state: str | None, *, final: bool = True) -> tuple[str, ...]:
     """The handoff events that bring a handoff in ``current`` to what ``task_state`` means.
 
     Empty when there is nothing to do: the state is already there or past it, the handoff is
-    finished, or the task state is not one we know. A rejection after acceptance is a failure (the
+    finished, the task state is not one we know, or it is ``submitted`` and more may follow. A rejection after acceptance is a failure (the
     machine declares no accepted → rejected), and unknown is reached only by a direct ``timeout``:
     a handoff that cannot time out from where it is ends unknown anyway when its span ends.
     """
     target = HANDOFF_STATE.get(task_state or "")
+    if task_state == "submitted" and not final:
+        return ()
     if target is None or current == target or current in hf.TERMINAL or current == hf.UNKNOWN:
         return ()
     if target == hf.UNKNOWN:

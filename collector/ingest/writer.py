@@ -68,8 +68,15 @@ class Writer:
         max_batch_spans: int = 65_536,
         on_commit: Callable[[pa.Table, float, list[Any]], None] | None = None,
         linger_s: float = 0.004,
+        idle_s: float = 1.0,
     ) -> None:
         self._store = store
+        # Maintenance (store.maintain) runs after every commit, and once more, with idle=True,
+        # when nothing has been queued for ``idle_s``: "idle" is a pause in ingest, not an empty
+        # queue between a lone exporter's requests (which would checkpoint at every 64 MB of WAL
+        # instead of at row-group boundaries, and fold trace parts every second).
+        self._idle_s = idle_s
+        self._idle_done = True
         # Group commit: while requests are still being decoded (``decoding``), wait up to
         # ``linger_s`` for them before committing, so one transaction, fsync and exposition pass
         # serve several requests. A lone request never waits (nothing else is in flight).
@@ -133,11 +140,18 @@ class Writer:
         self._thread.join(timeout)
 
     def _take(self) -> list[_Item] | None:
+        """The next batch; None when closed and drained; [] after ``idle_s`` without work (once
+        per pause, for the idle maintenance)."""
         with self._cond:
             while not self._queue:
                 if self._closed:
                     return None
-                self._cond.wait()
+                if self._idle_done:
+                    self._cond.wait()
+                elif not self._cond.wait(self._idle_s) and not self._queue:
+                    self._idle_done = True
+                    return []
+            self._idle_done = False
             if self._queue[0].task is None and self._decoding > 0 and self._linger > 0:
                 deadline = time.monotonic() + self._linger
                 while self._decoding > 0 and self._pending < self._max_batch and not self._closed:
@@ -163,12 +177,12 @@ class Writer:
             items = self._take()
             if items is None:
                 return
-            if items[0].task is not None:
+            if items and items[0].task is not None:
                 self._run_task(items[0])
-            else:
+            elif items:
                 self._commit(items)
             try:
-                self._store.maintain(idle=not self._queue)
+                self._store.maintain(idle=not items)
             except Exception:  # maintenance is retried later; committed data is safe in the WAL
                 log.exception("store maintenance failed")
 

@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 from reach_collector.alerting.data import Heartbeat
 from reach_collector.store.schema import (
+    ADD_TRACE_KEY,
     AUX_COLUMNS,
     COMPACT,
     DDL,
@@ -28,9 +29,14 @@ from reach_collector.store.schema import (
     PRUNE_ALERT_HISTORY,
     SPAN_NAMES,
     TRACE_COLUMNS,
+    TRACE_KEY_OF,
 )
 
 MEMORY: Final = ":memory:"
+# DuckDB's row group (rows). Checkpoints taken at a fixed WAL size (64 MB: a third of a row group
+# of realistic spans) cost twice the work per span of checkpoints taken each time a row group's
+# worth of spans has come (measured), which is what the store does under load.
+ROW_GROUP_ROWS: Final = 122_880
 
 
 @dataclass(frozen=True)
@@ -64,13 +70,19 @@ class DuckDBStore:
         path: str | os.PathLike[str] = MEMORY,
         *,
         checkpoint_bytes: int = 64 << 20,
+        max_wal_bytes: int = 512 << 20,
         compact_rows: int = 50_000,
         memory_limit: str | None = None,
         threads: int | None = None,
     ) -> None:
         """``memory_limit`` (a DuckDB size such as ``512MB``, or a percentage of RAM) caps DuckDB's
         buffer pool, which otherwise keeps pages cached up to 80 % of RAM; ``threads`` sets its
-        worker threads. None leaves DuckDB's default."""
+        worker threads. None leaves DuckDB's default.
+
+        Checkpoints (``maintain``): under load, each time the span table's last row group has
+        filled (≈ 100–200 MB of WAL for realistic spans); whenever the WAL passes
+        ``max_wal_bytes``, which bounds the replay after a crash (≈ 0.8 s per 200 MB here); and,
+        when ingest is idle, once the WAL passes ``checkpoint_bytes``."""
         self.path = str(path)
         if self.path != MEMORY:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -92,15 +104,40 @@ class DuckDBStore:
         self._con.execute("SET checkpoint_threshold = '16GB'")
         for statement in DDL:
             self._con.execute(statement)
+        self._add_trace_key()
         self._checkpoint_bytes = checkpoint_bytes
+        self._max_wal_bytes = max_wal_bytes
         self._compact_rows = compact_rows
+        self.checkpoint_seconds = 0.0  # spent in checkpoints since open (the writer's timings)
+        self.checkpoints = 0
+        self._checkpointing = False
         # fetchall, never fetchone: DuckDB keeps a half-read result open and refuses the next statement.
         self._parts_rows = int(self._con.execute("SELECT count(*) FROM trace_parts").fetchall()[0][0])
         self._last_compaction = time.monotonic()
+        # Span rows appended since the last checkpoint. After a checkpoint DuckDB starts a new row
+        # group for the rows that follow, so checkpointing each time ROW_GROUP_ROWS more have come
+        # writes full row groups, each once.
+        self._since_checkpoint = 0
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursors_lock = threading.Lock()
         self._closed = False
+
+    def _add_trace_key(self) -> None:
+        has = self._con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND schema_name = current_schema() AND table_name = 'traces' AND column_name = 'trace_key'"
+        ).fetchall()
+        if has[0][0]:
+            return
+        self._con.execute("BEGIN TRANSACTION")
+        try:
+            for statement in ADD_TRACE_KEY:
+                self._con.execute(statement)
+            self._con.execute("COMMIT")
+        except BaseException:
+            self._con.execute("ROLLBACK")
+            raise
 
     # --- writing (the writer thread only) -------------------------------------------------------
     def write(self, table: pa.Table, parts: pa.Table) -> None:
@@ -122,17 +159,46 @@ class DuckDBStore:
                 raise MemoryError(f"the store could not hold {table.num_rows} span rows: {exc}") from exc
             raise
         self._parts_rows += parts.num_rows
+        self._since_checkpoint += table.num_rows
 
     def maintain(self, idle: bool) -> None:
-        """Between commits (writer thread): fold trace parts into `traces` when there are many, or
-        when ingest is idle; then checkpoint if the WAL is large."""
-        due = self._parts_rows >= self._compact_rows or (
-            idle and self._parts_rows > 0 and time.monotonic() - self._last_compaction >= 1.0
-        )
-        if due:
+        """Between commits, and in pauses of ingest (``idle``), on the writer thread: fold trace
+        parts into `traces` when there are many, or when idle; then checkpoint when one is due
+        (``checkpoint_due``)."""
+        if self._parts_rows >= self._compact_rows or (idle and self._parts_rows > 0):
             self.compact()
-        if idle:
-            self.maybe_checkpoint()
+        if self.checkpoint_due(idle):
+            self.checkpoint()
+
+    def _wal_bytes(self) -> int:
+        if self.path == MEMORY:
+            return 0
+        try:
+            return os.path.getsize(self.path + ".wal")
+        except OSError:
+            return 0
+
+    def checkpoint_due(self, idle: bool) -> bool:
+        """A row group's worth of spans has come since the last checkpoint, or the WAL is past the
+        recovery bound, or (idle) past ``checkpoint_bytes``."""
+        if self.path == MEMORY:
+            return False
+        wal = self._wal_bytes()
+        if wal == 0:
+            return False
+        filled = self._since_checkpoint >= ROW_GROUP_ROWS
+        return filled or wal >= self._max_wal_bytes or (idle and wal >= self._checkpoint_bytes)
+
+    def checkpoint(self) -> None:
+        started = time.perf_counter()
+        self._checkpointing = True  # trace_spans reads `traces` by trace_key meanwhile
+        try:
+            self._con.execute("CHECKPOINT")
+        finally:
+            self._checkpointing = False
+        self.checkpoint_seconds += time.perf_counter() - started
+        self.checkpoints += 1
+        self._since_checkpoint = 0
 
     def compact(self) -> None:
         con = self._con
@@ -146,19 +212,6 @@ class DuckDBStore:
             raise
         self._parts_rows = 0
         self._last_compaction = time.monotonic()
-
-    def maybe_checkpoint(self) -> bool:
-        """Checkpoint when the WAL has grown past the threshold."""
-        if self.path == MEMORY:
-            return False
-        try:
-            size = os.path.getsize(self.path + ".wal")
-        except OSError:
-            return False
-        if size < self._checkpoint_bytes:
-            return False
-        self._con.execute("CHECKPOINT")
-        return True
 
     def delete_older_than(self, cutoff_ns: int) -> int:
         """Retention: drop spans that ended before ``cutoff_ns``, traces that no longer have any, and
@@ -229,12 +282,16 @@ class DuckDBStore:
     def trace_spans(self, trace_id: str) -> list[dict[str, Any]] | None:
         """Every stored row of one trace, ordered by start time; None when the trace is unknown."""
         cur = self._cursor()
-        bounds = cur.execute(
-            "SELECT min(f), max(l) FROM ("
-            " SELECT first_start_ns AS f, last_end_ns AS l FROM traces WHERE trace_id = ?"
-            " UNION ALL SELECT first_start_ns, last_end_ns FROM trace_parts WHERE trace_id = ?)",
-            [trace_id, trace_id],
-        ).fetchall()[0]
+        bounds: tuple[int | None, int | None] = (None, None)
+        if self._checkpointing:
+            bounds = self._bounds_by_key(cur, trace_id)
+        if bounds[0] is None:  # (not found by key: look it up by id, as outside checkpoints)
+            bounds = cur.execute(
+                "SELECT min(f), max(l) FROM ("
+                " SELECT first_start_ns AS f, last_end_ns AS l FROM traces WHERE trace_id = ?"
+                " UNION ALL SELECT first_start_ns, last_end_ns FROM trace_parts WHERE trace_id = ?)",
+                [trace_id, trace_id],
+            ).fetchall()[0]
         if bounds[0] is None:
             return None
         # The time bounds let DuckDB skip every row group outside the trace (zone maps).
@@ -244,6 +301,20 @@ class DuckDBStore:
             [trace_id, bounds[0], bounds[1]],
         )
         return [dict(zip(SPAN_NAMES, row, strict=True)) for row in cur.fetchall()]
+
+    @staticmethod
+    def _bounds_by_key(cur: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[int | None, int | None]:
+        """A trace's time range without filtering `traces` on its primary key (schema.TRACE_KEY):
+        a scan of the unindexed trace_key, the ids compared here."""
+        rows = cur.execute(
+            f"SELECT trace_id, first_start_ns, last_end_ns FROM traces WHERE trace_key = {TRACE_KEY_OF}"
+            " UNION ALL SELECT trace_id, first_start_ns, last_end_ns FROM trace_parts WHERE trace_id = ?",
+            [trace_id, trace_id],
+        ).fetchall()
+        found = [(f, last) for tid, f, last in rows if tid == trace_id]
+        if not found:
+            return None, None
+        return min(f for f, _ in found), max(last for _, last in found)
 
     def search(self, f: TraceFilter) -> list[dict[str, Any]]:
         """Newest traces matching every filter. Candidates are the newest matching `traces` rows
@@ -300,7 +371,7 @@ class DuckDBStore:
             "WITH " + "".join(c + ", " for c in ctes) + f"top AS (SELECT trace_id FROM traces{row_filter} "
             "ORDER BY first_start_ns DESC, trace_id LIMIT ?), "
             "cand AS (SELECT trace_id FROM top UNION SELECT trace_id FROM trace_parts), "
-            "merged AS (SELECT * FROM traces SEMI JOIN cand USING (trace_id) "
+            f"merged AS (SELECT {', '.join(TRACE_COLUMNS)} FROM traces SEMI JOIN cand USING (trace_id) "
             "UNION ALL SELECT * FROM trace_parts) "
             f"SELECT {MERGED} FROM merged GROUP BY trace_id{having_sql} "
             "ORDER BY first_start_ns DESC, trace_id LIMIT ?"

@@ -121,7 +121,8 @@ AUX_COLUMNS: Final = {
 
 DDL: Final = (
     f"CREATE TABLE IF NOT EXISTS spans (\n    {_span_cols}\n)",
-    f"CREATE TABLE IF NOT EXISTS traces (\n    trace_id VARCHAR PRIMARY KEY,\n    {_TRACE_COLS}\n)",
+    f"CREATE TABLE IF NOT EXISTS traces (\n    trace_id VARCHAR PRIMARY KEY,\n    {_TRACE_COLS},\n"
+    "    trace_key UBIGINT\n)",
     f"CREATE TABLE IF NOT EXISTS trace_parts (\n    trace_id VARCHAR,\n    {_TRACE_COLS}\n)",
     "CREATE TABLE IF NOT EXISTS reach_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
     *(f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n)" for name, cols in AUX_TABLES.items()),
@@ -162,10 +163,22 @@ MERGED: Final = """trace_id,
        list_distinct(flatten(list(services))) AS services,
        sum(hops)::BIGINT AS hops"""
 
+# `traces.trace_key`: the trace id's first 16 hex digits as a number (NULL for an id that is not
+# hex), not indexed. While a checkpoint runs, DuckDB holds back every query that filters `traces`
+# on its primary-key column, for the whole checkpoint; a filter on trace_key scans the table
+# instead and is not held back. ``TRACE_KEY_OF`` is the same value for a bound parameter.
+TRACE_KEY: Final = "TRY_CAST('0x' || left(trace_id, 16) AS UBIGINT)"
+TRACE_KEY_OF: Final = "TRY_CAST('0x' || left(?::VARCHAR, 16) AS UBIGINT)"
+# Stores created before trace_key: add and fill it (once, at open, in one transaction).
+ADD_TRACE_KEY: Final = (
+    "ALTER TABLE traces ADD COLUMN trace_key UBIGINT",
+    f"UPDATE traces SET trace_key = {TRACE_KEY}",
+)
+
 # Fold every part into `traces` (run by the writer between commits, inside one transaction).
 COMPACT: Final = f"""
-INSERT INTO traces
-SELECT {MERGED} FROM trace_parts GROUP BY trace_id
+INSERT INTO traces ({", ".join(TRACE_COLUMNS)}, trace_key)
+SELECT {MERGED}, {TRACE_KEY} FROM trace_parts GROUP BY trace_id
 ON CONFLICT (trace_id) DO UPDATE SET
     first_name = CASE WHEN EXCLUDED.first_start_ns < traces.first_start_ns
                       THEN EXCLUDED.first_name ELSE traces.first_name END,

@@ -2,7 +2,9 @@
 
 Pure functions, no HTTP. The last user message's text drives the reply through directives:
 ``[error:429]`` (an error status), ``[tool:NAME]`` (request a tool call; several are requested one
-per model call, in order, as tool results come back), ``[slow:MS]`` (sleep first) and
+per model call, in order, as tool results come back), ``[arg:KEY=VALUE]`` (an argument of the
+``[tool:NAME]`` before it, the value percent-encoded, e.g. ``[arg:coworker=Senior%20Researcher]``;
+a tool call without any gets ``{"query": <text>}``), ``[slow:MS]`` (sleep first) and
 ``[chunks:N]`` (stream N content chunks). Otherwise the reply is ``"echo: <text>"`` — the user's
 text without directives, or, once every requested tool has answered, the last tool result.
 Token counts are whitespace-separated words: input over every message (system included),
@@ -16,8 +18,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
-_DIRECTIVE = re.compile(r"\[(error|tool|slow|chunks):([^\]\s]+)\]")
+_DIRECTIVE = re.compile(r"\[(error|tool|slow|chunks|arg):([^\]\s]+)\]")
 DEFAULT_MODEL = "fake-model"
 
 # Roles after normalisation: every API's messages become (role, text) items.
@@ -154,6 +157,7 @@ def plan_reply(items: Iterable[tuple[str, str]]) -> Reply:
     user_text = items[last_user][1] if last_user >= 0 else ""
     answered = sum(1 for role, _ in items[last_user + 1 :] if role == TOOL)
     error_status, slow_ms, chunks, tools = None, 0, None, []
+    arguments: dict[int, dict[str, str]] = {}  # tool index → its [arg:...] directives
     for kind, value in _DIRECTIVE.findall(user_text):
         if kind == "error" and value.isdigit():
             error_status = int(value)
@@ -163,14 +167,15 @@ def plan_reply(items: Iterable[tuple[str, str]]) -> Reply:
             chunks = int(value)
         elif kind == "tool":
             tools.append(value)
+        elif kind == "arg" and tools and "=" in value:
+            key, _, raw = value.partition("=")
+            arguments.setdefault(len(tools) - 1, {})[unquote(key)] = unquote(raw)
     clean = strip_directives(user_text)
     common: dict[str, Any] = {"slow_ms": slow_ms, "chunks": chunks, "input_tokens": input_tokens}
     if error_status is not None:
         return Reply(error_status=error_status, **common)
     if answered < len(tools):
-        arguments = json.dumps({"query": clean})
-        return Reply(
-            tool_name=tools[answered], tool_arguments=arguments, output_tokens=words(arguments), **common
-        )
+        args = json.dumps(arguments.get(answered) or {"query": clean})
+        return Reply(tool_name=tools[answered], tool_arguments=args, output_tokens=words(args), **common)
     text = "echo: " + (items[-1][1] if answered else clean)
     return Reply(text=text, output_tokens=words(text), **common)

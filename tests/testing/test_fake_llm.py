@@ -60,6 +60,19 @@ def test_plan_requests_tools_in_order_then_echoes_the_last_result() -> None:
     assert plan_reply(chat_items({"messages": after_b})).text == "echo: B done"
 
 
+def test_plan_gives_a_tool_call_the_arguments_its_arg_directives_name() -> None:
+    text = "[tool:ask][arg:who=Senior%20Researcher][arg:q=why%20%5Btool:x%5D%3F] [tool:b] do it"
+    asked = [{"role": "user", "content": text}]
+    first = plan_reply(chat_items({"messages": asked}))
+    assert (first.tool_name, json.loads(first.tool_arguments)) == (
+        "ask",
+        {"who": "Senior Researcher", "q": "why [tool:x]?"},
+    )
+    after = [*asked, {"role": "tool", "content": "done"}]
+    second = plan_reply(chat_items({"messages": after}))
+    assert (second.tool_name, json.loads(second.tool_arguments)) == ("b", {"query": "do it"})
+
+
 def test_items_of_each_api_shape() -> None:
     responses = {
         "instructions": "sys",

@@ -26,7 +26,7 @@ import pytest
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InternalError
-from collector_process import free_port
+from collector_process import CollectorProcess, free_port
 from conftest import Recorder
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -64,7 +64,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def wait_card(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+def wait_card(url: str, proc: subprocess.Popen[Any], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -546,3 +546,111 @@ def test_extraction_of_the_sdk_messages() -> None:
     assert (
         dict(extract.request_attributes("tasks/get", a2a_pb2.GetTaskRequest(id="T9")))["a2a.task.id"] == "T9"
     )
+
+
+# -- the example, unmodified, under `reach-otel run`, into a real collector ---------------------------
+def run_example(args: list[str], env: dict[str, str], **kwargs: Any) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "reach_otel", "run", "--", sys.executable, *args]
+    return subprocess.Popen(command, cwd=EXAMPLE, env=env, text=True, **kwargs)
+
+
+def test_the_a2a_mesh_example_is_one_trace_in_the_collector(tmp_path: Path) -> None:
+    ports = {"triage": free_port(), "billing": free_port()}
+    procs: list[subprocess.Popen[str]] = []
+    with FakeLLMServer() as llm, CollectorProcess(tmp_path / "a2a.duckdb") as collector:
+        env = clean_env(
+            OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+            OTEL_BSP_SCHEDULE_DELAY="100",
+            OPENAI_BASE_URL=llm.openai_base_url,
+            OPENAI_API_KEY="not-needed",
+            TRIAGE_URL=f"http://127.0.0.1:{ports['triage']}",
+            BILLING_URL=f"http://127.0.0.1:{ports['billing']}",
+        )
+        try:
+            for role, port in ports.items():
+                with open(tmp_path / f"{role}.log", "w") as log:
+                    procs.append(
+                        run_example(
+                            ["serve.py", "--agent", role, "--port", str(port)],
+                            {**env, "OTEL_SERVICE_NAME": f"{role}-agent"},
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                        )
+                    )
+            for role, proc in zip(ports, procs, strict=True):
+                wait_card(f"http://127.0.0.1:{ports[role]}", proc)
+            asked = run_example(
+                ["ask.py", "I want a refund for the login outage"],
+                {**env, "OTEL_SERVICE_NAME": "desk-client"},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            out, err = asked.communicate(timeout=60)
+            assert asked.returncode == 0, err
+            assert "instrumented:" in err and "a2a" in err  # the start-up line names it
+            answer = json.loads(out.strip().splitlines()[-1])
+            assert answer["state"] == "completed"
+            assert answer["answer"].startswith("echo: I want a refund for the login outage")
+            deadline = time.monotonic() + 30
+            found: dict[str, Any] = {}
+            while time.monotonic() < deadline:
+                traces = collector.get("/api/traces", **{"attr.a2a.task.id": answer["task_id"]})["traces"]
+                if traces:
+                    found = collector.get(f"/api/traces/{traces[0]['trace_id']}")
+                    if sum(s["name"] == "invoke_agent Billing" for s in found["spans"]) == 2 and {
+                        "desk-client",
+                        "triage-agent",
+                        "billing-agent",
+                    } <= {s["service"] for s in found["spans"]}:
+                        break
+                time.sleep(0.3)
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(timeout=15)
+
+    logs = "".join((tmp_path / f"{role}.log").read_text() for role in ports)
+    assert "Traceback" not in logs, logs
+    assert "instrumented:" in logs and "a2a" in logs
+    spans = found["spans"]
+    assert len(found["roots"]) == 1 and found["roots"][0]["name"] == "message/send"  # ask.py's request
+    assert {s["service"] for s in spans} == {"desk-client", "triage-agent", "billing-agent"}
+    handoffs = sorted(
+        (s["attributes"]["reach.hop.count"], s["service"], s["name"], s["attributes"]["reach.handoff.status"])
+        for s in spans
+        if s["name"].startswith("handoff")
+    )
+    assert handoffs == [
+        (1, "triage-agent", "handoff Billing", "committed"),
+        (2, "billing-agent", "handoff Triage", "committed"),
+        (3, "triage-agent", "handoff Billing", "committed"),
+    ]
+    looped = [s for s in spans if s["attributes"].get("reach.loop.detected") is True]
+    assert [s["attributes"]["reach.hop.count"] for s in looped] == [3]
+    assert [e["name"] for e in looped[0]["events"]].count("reach.loop.detected") == 1
+    agents = sorted(
+        (s["attributes"]["reach.hop.count"], s["name"]) for s in spans if s["name"].startswith("invoke_agent")
+    )
+    assert agents == [
+        (0, "invoke_agent Triage"),
+        (1, "invoke_agent Billing"),
+        (2, "invoke_agent Triage"),
+        (3, "invoke_agent Billing"),
+    ]
+    ids = {s["span_id"]: s for s in spans}
+    chat = [s for s in spans if s["name"] == "chat fake-model"]
+    assert len(chat) == 1 and ids[chat[0]["parent_span_id"]]["name"] == "invoke_agent Billing"
+    assert all(
+        s["attributes"]["gen_ai.conversation.id"] == answer["context_id"]
+        for s in spans
+        if s["name"].startswith("invoke_agent")
+    )
+    servers = [s for s in spans if s["kind"] == "SERVER" and s["name"].startswith("message/")]
+    assert sorted(s["name"] for s in servers) == [
+        "message/send",
+        "message/stream",
+        "message/stream",
+        "message/stream",
+    ]
+    assert not [s for s in spans if s["name"].startswith(("POST", "a2a."))]

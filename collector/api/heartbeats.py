@@ -1,6 +1,7 @@
 """`POST /api/heartbeats` (ingest scope) and `GET /api/agents`: agents saying they are alive (or,
 with ``status: "stopped"``, that they exited cleanly), and who is live, lost or stopped. Beats are
-stored through the writer thread, so a 202 means committed."""
+stored through the writer thread, so a 202 means committed. An agent whose beats name no service
+is shown with the service of its latest spans."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from reach_collector.api._body import json_object
 from reach_collector.exposition import Exposition
 from reach_collector.ingest.writer import Writer, WriterClosed
 from reach_collector.store.base import TraceStore
+
+from reach_otel import semconv as sc
 
 __all__ = [
     "AGENTS",
@@ -35,6 +38,8 @@ _MAX_URL: Final = 2048
 _MAX_CAPABILITIES: Final = 100
 LIVE: Final = "live"
 STOPPED: Final = "stopped"  # a clean exit deregisters: no heartbeat is expected until the next one
+_SERVICE_LOOKBACK_NS: Final = 86_400 * 1_000_000_000  # as far back as heartbeats are read
+_AGENT_ID_PATH: Final = '$."' + sc.GEN_AI_AGENT_ID + '"'
 
 
 def _text(body: dict[str, Any], key: str, limit: int, required: bool = False) -> str | None:
@@ -78,6 +83,30 @@ def parse_heartbeat(body: dict[str, Any]) -> ParsedHeartbeat:
     return ParsedHeartbeat(agent_id, service, endpoint, caps, status)
 
 
+def fill_services(store: TraceStore, agents: list[dict[str, Any]], now_ns: int) -> None:
+    """Give each agent whose heartbeats named no service the service of its latest span in the
+    last day: an ``invoke_agent`` span of that agent name, or an OTLP heartbeat span of that id."""
+    missing = sorted({a["agent_id"] for a in agents if not a.get("service")})
+    if not missing:
+        return
+    marks = ", ".join("?" * len(missing))
+    since = now_ns - _SERVICE_LOOKBACK_NS
+    rows = store.query(
+        "SELECT who, arg_max(service, end_ns) FROM ("
+        " SELECT agent AS who, service, end_ns FROM spans"
+        f" WHERE end_ns > ? AND operation = ? AND agent IN ({marks}) AND service IS NOT NULL"
+        " UNION ALL"
+        " SELECT json_extract_string(attributes, ?) AS who, service, end_ns FROM spans"
+        " WHERE end_ns > ? AND name = ? AND service IS NOT NULL"
+        f") WHERE who IN ({marks}) GROUP BY who",
+        [since, sc.OP_AGENT, *missing, _AGENT_ID_PATH, since, sc.HEARTBEAT_SPAN_NAME, *missing],
+    )
+    found = dict(rows)
+    for agent in agents:
+        if not agent.get("service") and found.get(agent["agent_id"]):
+            agent["service"] = found[agent["agent_id"]]
+
+
 def heartbeats_router(
     store: TraceStore,
     writer: Writer,
@@ -115,6 +144,9 @@ def heartbeats_router(
 
     @router.get(AGENTS)
     def get_agents() -> dict[str, Any]:
-        return engine.agents()
+        now = engine.clock()
+        body = engine.agents(now)
+        fill_services(store, body["agents"], int(now * 1_000_000_000))
+        return body
 
     return router

@@ -7,29 +7,33 @@ import argparse
 import re
 from typing import Any
 
-from reach_collector.cli.client import QueryError, add_query_arguments, default_url, fail, get_json
+from reach_collector.cli.client import (
+    UsageError,
+    add_query_arguments,
+    call,
+    display_zone,
+    print_json,
+    query_command,
+    requested_zone,
+)
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
+@query_command
 def run_trace(args: argparse.Namespace) -> int:
     if not _TRACE_ID.match(args.trace_id) or int(args.trace_id, 16) == 0:
-        return fail(f"malformed trace id {args.trace_id!r}: expected 32 hex digits", 2)
-    try:
-        trace = get_json(args.url or default_url(), f"/api/traces/{args.trace_id.lower()}", token=args.token)
-    except QueryError as exc:
-        return fail(str(exc))
-    if args.json:
-        import json
+        raise UsageError(f"malformed trace id {args.trace_id!r}: expected 32 hex digits")
+    requested_zone(args)  # a bad --tz fails before the query
+    trace = call(args, f"/api/traces/{args.trace_id.lower()}")
+    if not print_json(args, trace):
+        from reach_collector.cli.render import print_tree
 
-        print(json.dumps(trace, indent=2))
-        return 0
-    from reach_collector.cli.render import print_tree
-
-    print_tree(trace)
+        print_tree(trace, zone=display_zone(args))
     return 0
 
 
+@query_command
 def run_traces(args: argparse.Namespace) -> int:
     params: list[tuple[str, str]] = [("limit", str(args.limit))]
     for name in ("service", "agent", "since", "until"):
@@ -43,20 +47,14 @@ def run_traces(args: argparse.Namespace) -> int:
     for item in args.attr or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            return fail(f"--attr expects KEY=VALUE, got {item!r}", 2)
+            raise UsageError(f"--attr expects KEY=VALUE, got {item!r}")
         params.append((f"attr.{key}", value))
-    try:
-        body: dict[str, Any] = get_json(args.url or default_url(), "/api/traces", params, token=args.token)
-    except QueryError as exc:
-        return fail(str(exc))
-    if args.json:
-        import json
+    requested_zone(args)
+    body: dict[str, Any] = call(args, "/api/traces", params=params)
+    if not print_json(args, body):
+        from reach_collector.cli.render import print_traces
 
-        print(json.dumps(body, indent=2))
-        return 0
-    from reach_collector.cli.render import print_traces
-
-    print_traces(body["traces"])
+        print_traces(body["traces"], display_zone(args))
     return 0
 
 
@@ -65,7 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     trace = sub.add_parser("trace", help="print one trace as a span tree")
     trace.add_argument("trace_id", metavar="TRACE_ID", help="32 hex digits")
     add_query_arguments(trace, "a rendering")
-    trace.set_defaults(func=run_trace)
+    trace.set_defaults(func=run_trace, cli_name="trace")
 
     traces = sub.add_parser("traces", help="search traces")
     traces.add_argument("--service", help="traces with a span from this service")
@@ -77,4 +75,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     traces.add_argument("--attr", action="append", metavar="KEY=VALUE", help="a span attribute (repeatable)")
     traces.add_argument("--limit", type=int, default=20, help="at most this many (max 1000)")
     add_query_arguments(traces, "a rendering")
-    traces.set_defaults(func=run_traces)
+    traces.set_defaults(func=run_traces, cli_name="traces")

@@ -56,10 +56,11 @@ def test_commands_against_a_running_collector(tmp_path: Path, capsys: pytest.Cap
         assert run("alerts", "ack", "0123456789abcdef", "--by", "alice", "--url", c.url) == 1
         assert "no firing alert with that fingerprint" in capsys.readouterr().err
         assert run("alerts", "replay", "--since", "soon", "--url", c.url) == 2
+        assert capsys.readouterr().err.startswith("reach-otel alerts replay: --since: ")
     dead = f"http://127.0.0.1:{free_port()}"
-    for argv in (("alerts",), ("oncall",), ("agents",)):
+    for argv in (("alerts",), ("oncall",), ("agents",), ("alerts", "deliveries")):
         assert run(*argv, "--url", dead) == 1
-        assert "cannot reach the collector" in capsys.readouterr().err
+        assert capsys.readouterr().err.startswith(f"reach-otel {' '.join(argv)}: cannot reach the collector")
 
 
 def test_bad_alerting_config_fails_at_start_with_one_line(tmp_path: Path) -> None:

@@ -27,8 +27,12 @@ def _cli(*argv: str) -> int:
 
 
 def test_failed_deliveries_are_logged_and_listed(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     caplog.set_level(logging.INFO, logger="reach_collector.alerting")
     t = T0 + 600.0
     with Receiver([500, 500]) as oncall:
@@ -83,14 +87,16 @@ def test_failed_deliveries_are_logged_and_listed(
 
     lines = table.splitlines()
     assert max(len(line) for line in lines) <= 80, table
-    assert lines[0].split() == ["time", "alert", "agent", "kind", "to", "#", "ok"]
+    assert lines[0] == "3 delivery attempt(s) · times in UTC (+00:00)"  # the configured zone
+    assert lines[1].split() == ["time", "alert", "agent", "kind", "to", "#", "ok"]
     rows = [line for line in lines if line.startswith("2026-")]
-    assert [row.split()[0] for row in rows] == [d["time"] for d in listed]  # whole timestamps
+    # Whole timestamps, in the zone with its offset.
+    assert [row.split()[0] for row in rows] == [d["time"].replace("Z", "+00:00") for d in listed]
     assert [row.split()[-1] for row in rows] == ["NO", "NO", "yes"]
     assert "ReachSuccessRateLow " in rows[0] and "payments" in rows[0]  # the agent is shortened
     reasons = [line.strip() for line in lines if line.startswith("    ")]
     assert len(reasons) == 2 and all(r.startswith("HTTP 500") for r in reasons)
-    assert "retrying at 2026-01-05T08:10:01Z" in table
+    assert "retrying at 2026-01-05T08:10:01+00:00" in table
 
 
 def test_deliveries_table_shortens_names_not_times() -> None:
@@ -109,5 +115,5 @@ def test_deliveries_table_shortens_names_not_times() -> None:
     ]
     text = cli.alerts.deliveries_text(rows)
     assert max(len(line) for line in text.splitlines()) <= 80
-    assert "2026-01-05T08:10:00Z" in text and "…" in text
+    assert "2026-01-05T08:10:00+00:00" in text and "…" in text
     assert cli.alerts.deliveries_text([]) == "no delivery attempts"

@@ -88,6 +88,6 @@ def test_cli_oncall_at(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         assert (body["schedules"][0]["now"], body["schedules"][0]["reason"]) == ("dave", "override")
         assert _cli("oncall", "--at", "2026-01-20T12:00:00Z", "--url", c.url) == 0
         table = capsys.readouterr().out
-        assert "carol" in table and "layer weekly" in table and "2026-01-20T12:00:00Z" in table
+        assert "carol" in table and "layer weekly" in table and "2026-01-20T12:00:00+00:00" in table
         assert _cli("oncall", "--at", "whenever", "--url", c.url) == 1
         assert "at: " in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from collector_helpers import RunningCollector, multi_agent_trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from reach_collector.cli.formats import duration, parse_zone, when, zone_label
 
 from reach_otel.cli import main
 
@@ -57,16 +58,66 @@ def test_url_from_environment(
 ) -> None:
     monkeypatch.setenv("REACH_OTEL_URL", collector.url)
     assert main(["traces"]) == 0
-    assert "0 trace(s)" in capsys.readouterr().out
+    assert "no traces match" in capsys.readouterr().out
 
 
 def test_clear_failures(collector: RunningCollector, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "nothex", "--url", collector.url]) == 2
-    assert "malformed trace id" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("reach-otel trace: malformed trace id")
     assert main(["trace", "ab" * 16, "--url", collector.url]) == 1
-    assert "not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == f"reach-otel trace: trace {'ab' * 16} not found\n"  # no status code
     assert main(["trace", "ab" * 16, "--url", "http://127.0.0.1:9"]) == 1
-    assert "cannot reach the collector" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("reach-otel trace: cannot reach the collector at http://127.0.0.1:9 (connection")
     assert main(["traces", "--url", "http://127.0.0.1:9"]) == 1
+    assert capsys.readouterr().err.startswith("reach-otel traces: cannot reach the collector")
     assert main(["traces", "--url", collector.url, "--since", "someday"]) == 1
-    assert "since" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("reach-otel traces: since: cannot read time 'someday'")
+    assert main(["traces", "--url", "127.0.0.1:4318"]) == 2  # no scheme: said, not a traceback
+    assert "not a collector URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"),
+    [
+        (0, "0ms"),
+        (4.24, "4.2ms"),
+        (850, "850ms"),
+        (2400, "2.4s"),
+        (42_000, "42s"),
+        (59_600, "1m"),
+        (900_000, "15m"),
+        (920_000, "15m20s"),
+        (5_400_000, "1h30m"),
+        (3_599_000, "1h"),
+        (172_800_000, "2d"),
+        (194_400_000, "2d6h"),
+        (None, "-"),
+    ],
+)
+def test_one_duration_format(ms: float | None, shown: str) -> None:
+    assert duration(ms) == shown
+
+
+def test_times_in_a_zone_with_its_offset() -> None:
+    shanghai = parse_zone("Asia/Shanghai")
+    assert when("2026-01-05T08:10:00.123456Z", shanghai) == "2026-01-05T16:10:00+08:00"
+    assert when(1_767_600_600_000_000_000, parse_zone("UTC")) == "2026-01-05T08:10:00+00:00"
+    assert when("2026-07-01T12:00:00Z", parse_zone("Europe/Berlin")) == "2026-07-01T14:00:00+02:00"  # DST
+    assert zone_label(shanghai) == "Asia/Shanghai (+08:00)"
+    assert when(None, shanghai) == ""
+    with pytest.raises(ValueError, match="unknown time zone 'Mars/Base'"):
+        parse_zone("Mars/Base")
+
+
+def test_wide_terminal_puts_a_trace_on_one_line(
+    collector: RunningCollector, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_id = multi_agent_trace(OTLPSpanExporter(endpoint=collector.url + "/v1/traces"))
+    start = collector.get("/api/traces").json()["traces"][0]["start_time"]
+    assert main(["traces", "--url", collector.url, "--tz", "UTC"]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if trace_id in line]
+    assert when(start, parse_zone("UTC")) in row and "BillingAgent, TriageAgent" in row
+    assert all(line == line.rstrip() for line in out.splitlines())  # no trailing padding

@@ -79,10 +79,11 @@ def test_unreachable_collector(capsys: pytest.CaptureFixture[str]) -> None:
         port = s.getsockname()[1]  # closed again before the command runs: nothing listens
     assert _run("--url", f"http://127.0.0.1:{port}") == 1
     err = capsys.readouterr().err
-    assert "cannot reach the collector" in err
+    assert err.startswith("reach-otel metrics: cannot reach the collector")
 
 
 def test_bad_window_is_reported(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("--url", served.url, "--window", "5 minutes") == 1
     err = capsys.readouterr().err
-    assert "400" in err and "window must be a whole number" in err
+    assert err.startswith("reach-otel metrics: ") and "window must be a whole number" in err
+    assert "400" not in err  # the reason in words, not the status code

@@ -1,0 +1,104 @@
+"""How the query commands print durations and times — one formatter for every table (SPEC §12):
+durations as ``850ms``, ``2.4s``, ``15m``, ``1h30m``, ``2d``; times as ISO-8601 in the chosen zone
+with its offset (``2026-01-05T16:00:00+08:00``), whole seconds, no spaces, so a time copies
+straight into ``--since``/``--until``/``--at``. Pure stdlib."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+__all__ = ["LOCAL", "duration", "parse_zone", "seconds", "when", "zone_label"]
+
+LOCAL = "local"  # the zone of the machine the command runs on
+
+# (unit, length in seconds), largest first: two adjacent units at most, e.g. 1h30m, 2d6h.
+_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def duration(ms: float | None) -> str:
+    """Milliseconds → ``0.4ms``, ``850ms``, ``2.4s``, ``42s``, ``15m``, ``1h30m``, ``2d``; ``-`` for
+    none. Below a minute the value is rounded; above it, to the smaller of two units."""
+    if ms is None:
+        return "-"
+    if ms < 0:
+        return "-" + duration(-ms)
+    if ms == 0:
+        return "0ms"
+    if ms < 9.95:
+        return f"{ms:.1f}ms"
+    if ms < 999.5:
+        return f"{ms:.0f}ms"
+    if ms < 9950:
+        return f"{ms / 1000:.1f}s"
+    if ms < 59_500:
+        return f"{ms / 1000:.0f}s"
+    return seconds(ms / 1000)
+
+
+def seconds(value: float) -> str:
+    """A length in seconds (a window, a lookback) → ``30s``, ``15m``, ``1h30m``, ``2d``, ``7d``."""
+    if value < 59.5:
+        return f"{value:.0f}s" if value >= 1 or value == 0 else duration(value * 1000)
+    for i, (unit, size) in enumerate(_UNITS[:-1]):
+        if value >= size - 0.5 * _UNITS[i + 1][1]:
+            small_unit, small = _UNITS[i + 1]
+            total = round(value / small)  # in the smaller unit
+            big, rest = divmod(total, size // small)
+            return f"{big}{unit}{rest}{small_unit}" if rest else f"{big}{unit}"
+    return f"{value:.0f}s"  # pragma: no cover - the loop always returns for value >= 59.5
+
+
+def parse_zone(name: str) -> tzinfo:
+    """An IANA zone name (``Asia/Shanghai``), ``UTC``, or ``local``; ValueError says what is wrong."""
+    text = name.strip()
+    if text.lower() == LOCAL:
+        local = datetime.now().astimezone().tzinfo
+        return local if local is not None else timezone.utc
+    if text.upper() in ("UTC", "Z"):
+        return timezone.utc
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown time zone {name!r}: use an IANA name like Europe/Berlin, UTC, or local"
+        ) from None
+
+
+def _instant(value: str | int | float) -> datetime | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):  # unix nanoseconds
+        return datetime.fromtimestamp(value // 1_000_000_000, timezone.utc)
+    if isinstance(value, float):  # unix seconds
+        return datetime.fromtimestamp(int(value), timezone.utc)
+    text = value.strip()
+    if text.isdigit():
+        return datetime.fromtimestamp(int(text) // 1_000_000_000, timezone.utc)
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=timezone.utc)
+
+
+def when(value: str | int | float | None, zone: tzinfo) -> str:
+    """An API time (ISO-8601, unix ns as int, unix seconds as float) → ``2026-01-05T16:00:00+08:00``
+    in ``zone``; ``""`` for none; a value that is not a time is shown as it came."""
+    if value is None or value == "":
+        return ""
+    stamp = _instant(value)
+    if stamp is None:
+        return str(value)
+    return stamp.astimezone(zone).replace(microsecond=0).isoformat()
+
+
+def zone_label(zone: tzinfo, at: datetime | None = None) -> str:
+    """``Asia/Shanghai (+08:00)``: the zone's name and its offset now (or at ``at``)."""
+    moment = (at or datetime.now(timezone.utc)).astimezone(zone)
+    offset = moment.utcoffset() or timedelta(0)
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(int(offset.total_seconds())) // 60
+    shown = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+    name = getattr(zone, "key", None) or ("UTC" if zone is timezone.utc else moment.tzname() or shown)
+    return f"{name} ({shown})"

@@ -6,6 +6,9 @@ span. Only a handoff with no recorded outcome (no status, or ``unknown``/``creat
 ``reach.handoff.transitions``) takes the target's next agent span in the trace — the earliest
 ``invoke_agent`` span of the target starting at or after the handoff: not ERROR → committed,
 ERROR → failed, none → unknown — and is marked *inferred*.
+
+``outcomes_sql`` is the rule over the store: every handoff span ending in a window with its one
+outcome, the query ``/api/metrics/agents`` and ``/api/topology`` both aggregate.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ __all__ = [
     "has_transitions",
     "is_recorded",
     "next_run",
+    "outcomes_sql",
     "recorded_sql",
 ]
 
@@ -70,3 +74,55 @@ def recorded_sql(status: str = "handoff_status", attributes: str = "attributes")
         f" AND TRY_CAST(json_extract({attributes}, ?) AS DOUBLE) > 0, false)))"
     )
     return sql, [*NO_OUTCOME, path, *_NUMBER_TYPES, path]
+
+
+# Columns of a handoff span ``outcomes_sql`` always reads; callers may name more.
+_BASE: Final = ("trace_id", "span_id", "start_ns", "handoff_target", "handoff_status")
+
+
+def outcomes_sql(
+    lo: int,
+    hi: int,
+    since: int,
+    columns: Sequence[str] = (),
+    where: str = "",
+    where_params: Sequence[Any] = (),
+) -> tuple[str, list[Any]]:
+    """A ``WITH`` clause ending in ``e``: one row per handoff span ending in ``(lo, hi]`` (and
+    matching ``where``, an ``AND …`` over span columns), with its outcome ``status``, ``inferred``
+    and the handoff span's ``columns``. ``since`` bounds the search for the target's next agent
+    span (the earliest start of the window's traces: every such span ends after it). Columns are
+    the caller's constants, never user input; parameters come back in order."""
+    recorded, recorded_params = recorded_sql()
+    picked = list(dict.fromkeys((*_BASE, *columns)))
+    sql = (
+        "WITH h AS ("
+        f" SELECT {', '.join(picked)}, NOT {recorded} AS bare"
+        f" FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?{where}),"
+        " t AS (SELECT trace_id, agent, start_ns, span_id, status_code FROM spans"
+        "  WHERE end_ns >= ? AND end_ns <= ? AND operation = ?"
+        "  AND trace_id IN (SELECT trace_id FROM h WHERE bare)),"
+        " nxt AS (SELECT h.span_id, h.trace_id,"
+        "  arg_min(t.status_code, {'s': t.start_ns, 'i': t.span_id}) AS target_code"
+        "  FROM h JOIN t ON t.trace_id = h.trace_id AND t.agent = h.handoff_target"
+        "  AND t.start_ns >= h.start_ns WHERE h.bare GROUP BY h.span_id, h.trace_id),"
+        " e AS (SELECT CASE WHEN NOT h.bare THEN h.handoff_status"
+        "   WHEN nxt.target_code IS NULL THEN ? WHEN nxt.target_code = ? THEN ? ELSE ? END AS status,"
+        f"   h.bare AS inferred{''.join(f', h.{c}' for c in columns)}"
+        "  FROM h LEFT JOIN nxt ON nxt.span_id = h.span_id AND nxt.trace_id = h.trace_id)"
+    )
+    params = [
+        *recorded_params,
+        lo,
+        hi,
+        sc.OP_HANDOFF,
+        *where_params,
+        since,
+        hi,
+        sc.OP_AGENT,
+        hf.UNKNOWN,
+        ERROR_CODE,
+        hf.FAILED,
+        hf.COMMITTED,
+    ]
+    return sql, params

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from reach_collector.handoff_outcome import recorded_sql
+from reach_collector.handoff_outcome import outcomes_sql
 from reach_collector.store.base import TraceStore
 from reach_collector.views import iso
 
@@ -20,11 +20,13 @@ from reach_otel import semconv as sc
 __all__ = [
     "BY_VALUES",
     "SERIES_METRICS",
+    "agent_tokens",
     "agent_window_stats",
     "agents",
     "golden",
     "last_heartbeats",
     "timeseries",
+    "trace_lookback",
 ]
 
 _NS: Final = 1_000_000_000
@@ -200,17 +202,17 @@ def agents(
 ) -> dict[str, Any]:
     """Handoff rates, hop distribution, loop rate, and per-agent tokens, share and cost (§4, §11)."""
     lo, hi = _window(now_ns, window_s)
-    since = _lookback(store, lo, hi)
+    since = trace_lookback(store, lo, hi)
     return {
         "window_s": window_s,
         "until": iso(now_ns),
         "handoffs": _handoffs(store, lo, hi, since),
         **_hops_and_loops(store, lo, hi, since),
-        **_tokens(store, lo, hi, since, prices),
+        **agent_tokens(store, lo, hi, since, prices),
     }
 
 
-def _lookback(store: TraceStore, lo: int, hi: int) -> int:
+def trace_lookback(store: TraceStore, lo: int, hi: int) -> int:
     """The earliest start of any trace with an agent, handoff or LLM span ending in the window:
     every related span (a handoff's target, an ancestor, an earlier hop) ends after it. Read from
     the trace lookup tables, so the span scans below stay bounded by time."""
@@ -234,39 +236,11 @@ def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]
     """Each handoff's one outcome (SPEC §11, ``handoff_outcome``): its recorded status, or, with
     none recorded, the target's next agent span in the trace (not ERROR → committed, ERROR →
     failed, none → unknown), marked inferred."""
-    recorded, recorded_params = recorded_sql()
+    outcomes_cte, params = outcomes_sql(lo, hi, since, ("handoff_mode",))
     rows = store.query(
-        "WITH h AS ("
-        " SELECT trace_id, span_id, start_ns, handoff_target, handoff_status, handoff_mode,"
-        f"  NOT {recorded} AS bare"
-        " FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?),"
-        " t AS (SELECT trace_id, agent, start_ns, span_id, status_code FROM spans"
-        "  WHERE end_ns >= ? AND end_ns <= ? AND operation = ?"
-        "  AND trace_id IN (SELECT trace_id FROM h WHERE bare)),"
-        " nxt AS (SELECT h.span_id, h.trace_id,"
-        "  arg_min(t.status_code, {'s': t.start_ns, 'i': t.span_id}) AS target_code"
-        "  FROM h JOIN t ON t.trace_id = h.trace_id AND t.agent = h.handoff_target"
-        "  AND t.start_ns >= h.start_ns WHERE h.bare GROUP BY h.span_id, h.trace_id),"
-        " e AS (SELECT CASE WHEN NOT h.bare THEN h.handoff_status"
-        "   WHEN nxt.target_code IS NULL THEN ? WHEN nxt.target_code = ? THEN ? ELSE ? END AS status,"
-        "   h.bare AS inferred, h.handoff_mode AS mode"
-        "  FROM h LEFT JOIN nxt ON nxt.span_id = h.span_id AND nxt.trace_id = h.trace_id)"
-        " SELECT status, inferred, count(*), count(*) FILTER (WHERE mode = ?) FROM e"
-        " GROUP BY ALL ORDER BY 1, 2",
-        [
-            *recorded_params,
-            lo,
-            hi,
-            sc.OP_HANDOFF,
-            since,
-            hi,
-            sc.OP_AGENT,
-            hf.UNKNOWN,
-            _ERROR,
-            hf.FAILED,
-            hf.COMMITTED,
-            "escalate",
-        ],
+        f"{outcomes_cte} SELECT status, inferred, count(*), count(*) FILTER (WHERE handoff_mode = ?)"
+        " FROM e GROUP BY ALL ORDER BY 1, 2",
+        [*params, "escalate"],
     )
     outcomes = [
         {"status": status, "inferred": bool(inferred), "handoffs": int(n)} for status, inferred, n, _ in rows
@@ -320,17 +294,24 @@ def _hops_and_loops(store: TraceStore, lo: int, hi: int, since: int) -> dict[str
     }
 
 
-def _tokens(
-    store: TraceStore, lo: int, hi: int, since: int, prices: Mapping[str, Mapping[str, float]]
+def agent_tokens(
+    store: TraceStore,
+    lo: int,
+    hi: int,
+    since: int,
+    prices: Mapping[str, Mapping[str, float]],
+    service: str | None = None,
 ) -> dict[str, Any]:
     """LLM tokens per agent and model. An LLM span belongs to the agent in ``reach.agent.name``
-    (the ``agent`` column), else to its nearest ``invoke_agent`` ancestor."""
+    (the ``agent`` column), else to its nearest ``invoke_agent`` ancestor. ``service`` keeps only
+    the LLM and agent spans of that ``service.name``."""
     llm = ", ".join("?" * len(sc.LLM_OPERATIONS))
+    only, only_params = (" AND service = ?", [service]) if service is not None else ("", [])
     rows = store.query(
         "WITH RECURSIVE llm AS ("
         " SELECT trace_id, span_id, parent_span_id, agent, model,"
         "  coalesce(input_tokens, 0) AS tin, coalesce(output_tokens, 0) AS tout FROM spans"
-        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm})),"
+        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm}){only}),"
         " anc AS (SELECT trace_id, span_id, parent_span_id, operation, agent FROM spans"
         "  WHERE end_ns >= ? AND trace_id IN (SELECT trace_id FROM llm WHERE agent IS NULL)),"
         " walk(trace_id, span_id, parent, owner, depth) AS ("
@@ -345,8 +326,8 @@ def _tokens(
         " FROM llm LEFT JOIN owners o ON o.trace_id = llm.trace_id AND o.span_id = llm.span_id"
         " GROUP BY ALL"
         " UNION ALL SELECT DISTINCT agent, NULL, 0, 0 FROM spans"
-        "  WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL",
-        [lo, hi, *sc.LLM_OPERATIONS, since, sc.OP_AGENT, lo, hi, sc.OP_AGENT],
+        f"  WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL{only}",
+        [lo, hi, *sc.LLM_OPERATIONS, *only_params, since, sc.OP_AGENT, lo, hi, sc.OP_AGENT, *only_params],
     )
     per: dict[str, dict[str, Any]] = {}
     unattributed = {"input_tokens": 0, "output_tokens": 0}

@@ -1,4 +1,8 @@
-"""OpenAI instrumentation: ``chat.completions.create`` and ``responses.create``, sync and async, streamed."""
+"""OpenAI instrumentation: ``chat.completions.create`` and ``responses.create``, sync and async, streamed.
+
+Patched with wrapt (the SDK has no tracing hook of its own). Calls made through ``with_raw_response``
+(as langchain-openai makes them) get the same span, with usage from the parsed response.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from reach_otel.instrumentation._base import env_flag, handler_ref
 from reach_otel.instrumentation._llm import LLMSpec, async_wrapper, sync_wrapper
 from reach_otel.instrumentation.openai import extract
 from reach_otel.instrumentation.openai.package import _instruments
+from reach_otel.instrumentation.openai.raw import async_raw_aware, sync_raw_aware
 
 _CHAT = "openai.resources.chat.completions.completions"
 _RESPONSES = "openai.resources.responses.responses"
@@ -51,10 +56,12 @@ class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         ref = handler_ref(kwargs.get("tracer_provider"))
         include_usage = bool(kwargs.get("include_usage")) or env_flag("REACH_OTEL_OPENAI_INCLUDE_USAGE")
         chat, responses = _specs(include_usage)
-        wrap_function_wrapper(_CHAT, "Completions.create", sync_wrapper(chat, ref))
-        wrap_function_wrapper(_CHAT, "AsyncCompletions.create", async_wrapper(chat, ref))
-        wrap_function_wrapper(_RESPONSES, "Responses.create", sync_wrapper(responses, ref))
-        wrap_function_wrapper(_RESPONSES, "AsyncResponses.create", async_wrapper(responses, ref))
+        wrap_function_wrapper(_CHAT, "Completions.create", sync_raw_aware(sync_wrapper(chat, ref)))
+        wrap_function_wrapper(_CHAT, "AsyncCompletions.create", async_raw_aware(async_wrapper(chat, ref)))
+        wrap_function_wrapper(_RESPONSES, "Responses.create", sync_raw_aware(sync_wrapper(responses, ref)))
+        wrap_function_wrapper(
+            _RESPONSES, "AsyncResponses.create", async_raw_aware(async_wrapper(responses, ref))
+        )
         _active = True
 
     def _uninstrument(self, **kwargs: Any) -> None:

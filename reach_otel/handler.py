@@ -151,7 +151,9 @@ class TelemetryHandler:
         agent_id: str | None = None,
         description: str | None = None,
         kind: SpanKind = SpanKind.INTERNAL,
+        start_time: int | None = None,
     ) -> AgentInvocation | None:
+        """An agent span; ``start_time`` (ns) dates it back, for a framework that knows it late."""
         ctx = otel_context.get_current()
         if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY):
             return None
@@ -174,7 +176,7 @@ class TelemetryHandler:
             attrs[sc.REACH_HOP_COUNT] = state.hops
         else:
             attrs[sc.REACH_HOP_COUNT] = 0
-        span = self.tracer.start_span(sc.agent_span_name(name), ctx, kind, attrs)
+        span = self.tracer.start_span(sc.agent_span_name(name), ctx, kind, attrs, start_time=start_time)
         if state is None and baggage.get_baggage(sc.BAGGAGE_HOPS, ctx) is not None:
             # A root agent gets hop state only when baggage brings some; else the first handoff makes it.
             self._hop_state(ctx, span.get_span_context().trace_id).visit_first(name)
@@ -263,9 +265,15 @@ class TelemetryHandler:
         task_id: str | None = None,
         handoff_id: str | None = None,
         idempotency_key: str | None = None,
+        start_time: int | None = None,
     ) -> Handoff | None:
-        """Open a handoff span; raises :class:`HopLimitExceeded` only when ``on_loop="raise"``."""
-        started = self._start_handoff(source, target, reason, mode, task_id, handoff_id, idempotency_key)
+        """Open a handoff span; raises :class:`HopLimitExceeded` only when ``on_loop="raise"``.
+
+        ``start_time`` (ns) dates it back to when the decision was made, for a framework that
+        reports it late."""
+        started = self._start_handoff(
+            source, target, reason, mode, task_id, handoff_id, idempotency_key, start_time
+        )
         if started is None:
             return None
         inv, exceeded = started
@@ -285,6 +293,7 @@ class TelemetryHandler:
         task_id: str | None,
         handoff_id: str | None,
         idempotency_key: str | None,
+        start_time: int | None = None,
     ) -> tuple[Handoff, HopLimitExceeded | None] | None:
         ctx = otel_context.get_current()
         if suppressed(ctx):
@@ -323,7 +332,9 @@ class TelemetryHandler:
         _session_attributes(session, attrs)
         if task_id:
             attrs[sc.REACH_TASK_ID] = task_id
-        span = self.tracer.start_span(sc.handoff_span_name(target), ctx, SpanKind.INTERNAL, attrs)
+        span = self.tracer.start_span(
+            sc.handoff_span_name(target), ctx, SpanKind.INTERNAL, attrs, start_time=start_time
+        )
         if not parent.is_valid:
             new_state = self.hops.get(span.get_span_context().trace_id)
             new_state.merge_remote(state.hops, state.path)

@@ -2,10 +2,12 @@
 
 Counters and histograms are folded in per committed ingest batch (``observe_commit``, from the
 stats the decoder folded, so the writer pays per group, not per span); handoffs are counted once
-with their final outcome by ``HandoffCounts`` (SPEC §11); cost is priced at ingest from the
-configured table. Per-agent window gauges and heartbeats are computed at scrape by bounded queries;
-alert state and collector health are set by their owners. Agent and model labels are bounded: past
-``max_agents`` distinct values, new ones share the ``other`` bucket.
+with their final outcome by ``HandoffCounts`` (SPEC §11); an LLM span without an agent attribute
+(other instrumentations') is counted under its nearest agent ancestor once ``LLMOwners`` knows it,
+as the API attributes it; cost is priced at ingest from the configured table. Per-agent window
+gauges and heartbeats are computed at scrape by bounded queries; alert state and collector health
+are set by their owners. Agent and model labels are bounded: past ``max_agents`` distinct values,
+new ones share the ``other`` bucket.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from reach_collector import metrics
 from reach_collector._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_family
 from reach_collector.handoff_counts import HandoffCounts, Outcome
 from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats, stats_of
+from reach_collector.llm_owners import LLMOwners, Owned
 from reach_collector.store.base import TraceStore
 
 from reach_otel import semconv as sc
@@ -44,6 +47,7 @@ _HANDOFF_STATES: Final = frozenset(
 _MODES: Final = frozenset({"delegate", "consult", "takeover", "escalate", "pass_control", "return_to_caller"})
 _ALERT_STATES: Final = frozenset({"pending", "firing"})
 _PENDING_TRACES: Final = 100_000  # traces whose root has not arrived yet, for the hop histogram
+_LLM: Final = frozenset(sc.LLM_OPERATIONS)
 
 
 class Exposition(Collector):
@@ -76,6 +80,8 @@ class Exposition(Collector):
         self._tokens: dict[tuple[str, str, str], int] = {}
         self._handoffs: dict[tuple[str, str, str, str, str], int] = {}
         self._handoff_counts = HandoffCounts(store, clock, timeout_s=handoff_timeout_s)
+        # LLM calls without an agent attribute wait for their agent ancestor as long as handoffs do.
+        self._llm_owners = LLMOwners(store, clock, timeout_s=handoff_timeout_s)
         # model → (USD per 1M input tokens, per 1M output tokens), the collector's ``prices``
         self._prices = {
             str(m): (float(p.get("input", 0.0)), float(p.get("output", 0.0)))
@@ -116,9 +122,11 @@ class Exposition(Collector):
         if not stats or any(s is None for s in stats):
             stats = [stats_of(zip(*(c.to_pylist() for c in table.columns), strict=True))]
         outcomes = self._handoff_counts.observe(table)  # may query the store: outside the lock
+        owned = self._llm_owners.observe(table)  # likewise
         looped = _looped_traces(table)
         with self._lock:
             self._count_handoffs(outcomes)
+            self._count_owned(owned)
             for batch in stats:
                 assert batch is not None
                 self._observe_calls(batch)
@@ -133,27 +141,42 @@ class Exposition(Collector):
 
     def _observe_calls(self, stats: BatchStats) -> None:
         for (agent, op, err, bucket), (n, total) in stats.calls.items():
-            key = (self._agent(agent), str(op))
-            counter = (key[0], key[1], "error" if err else "ok")
-            self._calls[counter] = self._calls.get(counter, 0) + int(n)
-            hist = self._durations.get(key)
-            if hist is None:
-                hist = self._durations[key] = Hist(len(DURATION_BUCKETS))
-            hist.buckets[bucket] += int(n)
-            hist.sum += total
+            if agent is None and op in _LLM:
+                continue  # counted under its agent ancestor, from LLMOwners
+            self._add_calls(agent, str(op), err, bucket, int(n), total)
+
+    def _add_calls(self, agent: str | None, op: str, err: bool, bucket: int, n: int, total: float) -> None:
+        key = (self._agent(agent), op)
+        counter = (key[0], key[1], "error" if err else "ok")
+        self._calls[counter] = self._calls.get(counter, 0) + n
+        hist = self._durations.get(key)
+        if hist is None:
+            hist = self._durations[key] = Hist(len(DURATION_BUCKETS))
+        hist.buckets[bucket] += n
+        hist.sum += total
 
     def _observe_tokens(self, stats: BatchStats) -> None:
         for (agent, model), (tin, tout) in stats.tokens.items():
-            a, m = self._agent(agent), self._model(model)
-            for kind, value in (("input", tin), ("output", tout)):
-                if value:
-                    self._tokens[(a, m, kind)] = self._tokens.get((a, m, kind), 0) + int(value)
-            # Priced by the raw model name (before bounding); an unpriced model has no cost series,
-            # as /api/metrics/agents gives it a null cost, never 0.
-            price = self._prices.get(model) if model is not None else None
-            if price is not None and (tin or tout):
-                usd = (int(tin) * price[0] + int(tout) * price[1]) / 1_000_000
-                self._cost[(a, m)] = self._cost.get((a, m), 0.0) + usd
+            if agent is not None:  # an LLM span without one is counted from LLMOwners
+                self._add_tokens(agent, model, int(tin), int(tout))
+
+    def _add_tokens(self, agent: str | None, model: str | None, tin: int, tout: int) -> None:
+        a, m = self._agent(agent), self._model(model)
+        for kind, value in (("input", tin), ("output", tout)):
+            if value:
+                self._tokens[(a, m, kind)] = self._tokens.get((a, m, kind), 0) + value
+        # Priced by the raw model name (before bounding); an unpriced model has no cost series,
+        # as /api/metrics/agents gives it a null cost, never 0.
+        price = self._prices.get(model) if model is not None else None
+        if price is not None and (tin or tout):
+            usd = (tin * price[0] + tout * price[1]) / 1_000_000
+            self._cost[(a, m)] = self._cost.get((a, m), 0.0) + usd
+
+    def _count_owned(self, owned: Iterable[Owned]) -> None:
+        """LLM calls whose agent is now known (None: none was found), one by one."""
+        for agent, call in owned:
+            self._add_calls(agent, call.operation, call.error, call.bucket, 1, call.seconds)
+            self._add_tokens(agent, call.model, call.input_tokens, call.output_tokens)
 
     def _count_handoffs(self, outcomes: Iterable[Outcome]) -> None:
         for source, target, status, mode, inferred in outcomes:
@@ -266,8 +289,10 @@ class Exposition(Collector):
         window = self._window_gauges()
         store = self._store_gauges()
         settled = self._handoff_counts.expire()  # pending past the timeout: settled before showing
+        owned = self._llm_owners.expire()
         with self._lock:
             self._count_handoffs(settled)
+            self._count_owned(owned)
             yield from self._counters()
             yield from window
             yield from self._state_gauges()

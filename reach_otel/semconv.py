@@ -172,6 +172,13 @@ OPENINFERENCE_TOKEN_COMPLETION: Final = "llm.token_count.completion"
 OPENINFERENCE_TOOL_NAME: Final = "tool.name"
 OPENINFERENCE_AGENT_NAME: Final = "agent.name"
 OPENINFERENCE_SESSION_ID: Final = "session.id"
+OPENINFERENCE_LLM_INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"  # a JSON object as text
+OPENINFERENCE_INPUT_VALUE: Final = "input.value"
+OPENINFERENCE_OUTPUT_VALUE: Final = "output.value"
+OPENINFERENCE_REDACTED: Final = "__REDACTED__"  # what OpenInference's TraceConfig masks a value with
+# The OpenAI Agents SDK's handoff span, as OpenInference's instrumentation names it (a TOOL span).
+OPENINFERENCE_HANDOFF_SPAN: Final = "handoff"
+OPENINFERENCE_HANDOFF_TO: Final = "handoff to "
 
 
 def workflow_span_name(name: str) -> str:

@@ -2,7 +2,8 @@
  *
  * It walks the wire format once and writes the span table's Arrow columns straight into buffers:
  * ids as hex, attributes, events, links, resource and scope as JSON, and the promoted columns
- * (normalize.promote, the same rules). It handles the shapes exporters send; anything else —
+ * (normalize.promote, the same rules; llm.invocation_parameters is read as JSON only as far as the
+ * answer is sure, see invocation_model). It handles the shapes exporters send; anything else —
  * malformed, a nested or bytes attribute value, a duplicate key, a repeated singular message,
  * a non-ASCII kind — makes it answer None, and the caller decodes the request with the
  * pure-Python path, which is the reference and decides what is wrong with it. So a request gives
@@ -251,7 +252,7 @@ enum {
     K_REACH_HANDOFF_MODE, K_TRANSFER_MODE, K_TOOL_NAME, K_OI_TOOL_NAME, K_REQUEST_MODEL,
     K_RESPONSE_MODEL, K_OI_MODEL, K_PROVIDER_NAME, K_SYSTEM, K_OI_PROVIDER, K_OI_SYSTEM,
     K_INPUT, K_PROMPT, K_OI_PROMPT, K_OUTPUT, K_COMPLETION, K_OI_COMPLETION, K_CONVERSATION,
-    K_OI_SESSION, K_SERVICE_NAME, K_EXCEPTION_TYPE, N_KEYS
+    K_OI_SESSION, K_OI_INVOCATION, K_OI_INPUT, K_OI_OUTPUT, K_SERVICE_NAME, K_EXCEPTION_TYPE, N_KEYS
 };
 /* Operation names, in the order of fast.OPS. */
 enum { OP_WORKFLOW, OP_AGENT, OP_TOOL, OP_CHAT, OP_TEXT_COMPLETION, OP_EMBEDDINGS, OP_HANDOFF, N_OPS };
@@ -261,7 +262,10 @@ enum {
     OIK_TOOL, OIK_EMBEDDING, N_KINDS
 };
 /* Other names, in the order of fast.TEXTS. */
-enum { T_EXCEPTION_EVENT, T_LOOP_EVENT, T_HEARTBEAT, N_TEXTS };
+enum {
+    T_EXCEPTION_EVENT, T_LOOP_EVENT, T_HEARTBEAT, T_REDACTED, T_HANDOFF_SPAN, T_HANDOFF_TO, T_MODEL_KEY,
+    T_MODEL_NAME_KEY, N_TEXTS
+};
 
 typedef struct {
     char *s;
@@ -269,6 +273,9 @@ typedef struct {
 } Str;
 
 static Str g_keys[N_KEYS], g_ops[N_OPS], g_kinds[N_KINDS], g_texts[N_TEXTS];
+#define MAX_LLM_OPS 8
+static Str g_llm[MAX_LLM_OPS]; /* sc.LLM_OPERATIONS */
+static int g_nllm = 0;
 static int g_configured = 0;
 #define HASH_SLOTS 256
 static int g_hash[HASH_SLOTS]; /* key index + 1, open addressing */
@@ -727,9 +734,11 @@ static int first_int(const Attrs *as, const int *keys, int n, int64_t *out) {
 
 static inline int is_null(const Attr *a) { return a == NULL || a->type == V_NULL; }
 
-/* _operation: an index into g_ops, -1 for none, or FALLBACK through *fb. */
-static int operation(const Attrs *as, Text *own, int *fb) {
+/* _operation: an index into g_ops, -1 for none, or FALLBACK through *fb; *oi when it came from
+ * openinference.span.kind. */
+static int operation(const Attrs *as, Text *own, int *fb, int *oi) {
     *fb = 0;
+    *oi = 0;
     own->set = 0;
     Text t = text_of(get(as, K_OPERATION));
     if (t.set) {
@@ -763,10 +772,12 @@ static int operation(const Attrs *as, Text *own, int *fb) {
                 up[i] = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
             }
             const uint8_t *u = (const uint8_t *)up;
+            *oi = 1;
             if (str_eq(u, a->slen, &g_kinds[OIK_LLM])) return OP_CHAT;
             if (str_eq(u, a->slen, &g_kinds[OIK_AGENT])) return OP_AGENT;
             if (str_eq(u, a->slen, &g_kinds[OIK_TOOL])) return OP_TOOL;
             if (str_eq(u, a->slen, &g_kinds[OIK_EMBEDDING])) return OP_EMBEDDINGS;
+            *oi = 0;
         } else {
             for (uint32_t i = 0; i < a->slen; i++)
                 if (a->s[i] >= 0x80) {
@@ -801,29 +812,265 @@ static const int KS_HOP[] = {K_HOP};
 
 static int put_text(Col *c, Text t) { return t.set ? col_str(c, t.s, t.n) : col_null(c, A_STR); }
 
+/* ---------------------------------------------------------------- llm.invocation_parameters
+ *
+ * normalize.invocation_model: json.loads of the text, then the first non-empty string among the
+ * object's "model" and "model_name" (the last of duplicate keys). Read here only as far as the
+ * answer is sure: text not starting with '{' is not an object either way (None); an object is read
+ * by JSON's grammar as Python's json module reads it (NaN and Infinity included, control
+ * characters in strings refused) and anything it does not read — an escaped key at the top, an
+ * escaped model name, a number over MAX_JSON_NUMBER characters (Python's int digit limit), nesting
+ * past MAX_JSON_DEPTH, any syntax error — leaves the request to the reference (FALLBACK). */
+
+#define MAX_JSON_DEPTH 32
+#define MAX_JSON_NUMBER 100
+
+typedef struct {
+    const uint8_t *p, *end;
+    Text last[2]; /* the last value of "model" / "model_name" at the top: set when a non-empty string */
+} Json;
+
+static inline void j_ws(Json *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
+}
+
+static inline int j_hex(uint8_t c) { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'); }
+
+/* A string at the opening quote: *raw its bytes between the quotes, *plain when it has no escape. */
+static int j_string(Json *j, Text *raw, int *plain) {
+    const uint8_t *start = ++j->p;
+    *plain = 1;
+    while (j->p < j->end) {
+        uint8_t c = *j->p;
+        if (c == '"') {
+            *raw = (Text){start, (size_t)(j->p - start), 1};
+            j->p++;
+            return OK;
+        }
+        if (c < 0x20) return FALLBACK;
+        if (c != '\\') {
+            j->p++;
+            continue;
+        }
+        *plain = 0;
+        if (j->end - j->p < 2) return FALLBACK;
+        uint8_t e = j->p[1];
+        if (e == 'u') {
+            if (j->end - j->p < 6) return FALLBACK;
+            for (int i = 2; i < 6; i++)
+                if (!j_hex(j->p[i])) return FALLBACK;
+            j->p += 6;
+        } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+            j->p += 2;
+        } else {
+            return FALLBACK;
+        }
+    }
+    return FALLBACK; /* unterminated */
+}
+
+static inline int j_digits(Json *j) {
+    const uint8_t *s = j->p;
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+    return j->p > s;
+}
+
+static int j_number(Json *j) {
+    const uint8_t *s = j->p;
+    if (*j->p == '-') j->p++;
+    if (j->p < j->end && *j->p == '0')
+        j->p++;
+    else if (j->p >= j->end || *j->p < '1' || *j->p > '9' || !j_digits(j))
+        return FALLBACK;
+    if (j->p < j->end && *j->p == '.') {
+        j->p++;
+        if (!j_digits(j)) return FALLBACK;
+    }
+    if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+        j->p++;
+        if (j->p < j->end && (*j->p == '+' || *j->p == '-')) j->p++;
+        if (!j_digits(j)) return FALLBACK;
+    }
+    return j->p - s > MAX_JSON_NUMBER ? FALLBACK : OK;
+}
+
+static int j_literal(Json *j, const char *lit) {
+    size_t n = strlen(lit);
+    if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n) != 0) return FALLBACK;
+    j->p += n;
+    return OK;
+}
+
+static int j_object(Json *j, int depth, int top);
+static int j_array(Json *j, int depth);
+
+/* One value; *str set to the string's bytes (and *plain) when it is a string. */
+static int j_value(Json *j, int depth, Text *str, int *plain) {
+    str->set = 0;
+    if (j->p >= j->end) return FALLBACK;
+    switch (*j->p) {
+        case '"': return j_string(j, str, plain);
+        case '{': return j_object(j, depth + 1, 0);
+        case '[': return j_array(j, depth + 1);
+        case 't': return j_literal(j, "true");
+        case 'f': return j_literal(j, "false");
+        case 'n': return j_literal(j, "null");
+        case 'N': return j_literal(j, "NaN");
+        case 'I': return j_literal(j, "Infinity");
+        case '-':
+            if (j_literal(j, "-Infinity") == OK) return OK;
+            return j_number(j);
+        default: return *j->p >= '0' && *j->p <= '9' ? j_number(j) : FALLBACK;
+    }
+}
+
+/* After a member or element: ',' (then more) or the closing bracket. 1: more, 0: closed. */
+static int j_next(Json *j, uint8_t close, int *more) {
+    j_ws(j);
+    if (j->p >= j->end) return FALLBACK;
+    if (*j->p == ',') {
+        j->p++;
+        j_ws(j);
+        *more = 1;
+        return OK;
+    }
+    if (*j->p != close) return FALLBACK;
+    j->p++;
+    *more = 0;
+    return OK;
+}
+
+static int j_object(Json *j, int depth, int top) {
+    if (depth > MAX_JSON_DEPTH) return FALLBACK;
+    j->p++;
+    j_ws(j);
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+        return OK;
+    }
+    for (int more = 1; more;) {
+        if (j->p >= j->end || *j->p != '"') return FALLBACK;
+        Text key, value;
+        int plain;
+        TRY(j_string(j, &key, &plain));
+        int which = -1;
+        if (top) {
+            if (!plain) return FALLBACK; /* an escaped key may read as a model key: Python's to say */
+            if (str_eq(key.s, key.n, &g_texts[T_MODEL_KEY])) which = 0;
+            if (str_eq(key.s, key.n, &g_texts[T_MODEL_NAME_KEY])) which = 1;
+        }
+        j_ws(j);
+        if (j->p >= j->end || *j->p != ':') return FALLBACK;
+        j->p++;
+        j_ws(j);
+        TRY(j_value(j, depth, &value, &plain));
+        if (which >= 0) {
+            if (value.set && !plain) return FALLBACK; /* an escaped model name */
+            j->last[which] = value.set && value.n ? value : (Text){NULL, 0, 0};
+        }
+        TRY(j_next(j, '}', &more));
+    }
+    return OK;
+}
+
+static int j_array(Json *j, int depth) {
+    if (depth > MAX_JSON_DEPTH) return FALLBACK;
+    j->p++;
+    j_ws(j);
+    if (j->p < j->end && *j->p == ']') {
+        j->p++;
+        return OK;
+    }
+    for (int more = 1; more;) {
+        Text value;
+        int plain;
+        TRY(j_value(j, depth, &value, &plain));
+        TRY(j_next(j, ']', &more));
+    }
+    return OK;
+}
+
+/* The model in llm.invocation_parameters (*model unset when none), or FALLBACK when unsure. */
+static int invocation_model(const Attr *a, Text *model) {
+    *model = (Text){NULL, 0, 0};
+    if (!a || a->type != V_STR) return OK;
+    Json j = {a->s, a->s + a->slen, {{NULL, 0, 0}, {NULL, 0, 0}}};
+    j_ws(&j);
+    if (j.p >= j.end || *j.p != '{') return OK; /* not JSON, or not an object: None either way */
+    TRY(j_object(&j, 1, 1));
+    j_ws(&j);
+    if (j.p != j.end) return OK; /* extra data after the object: json.loads raises, so None */
+    *model = j.last[0].set ? j.last[0] : j.last[1];
+    return OK;
+}
+
+/* _named: an agent name OpenInference recorded as a value, unless masked. */
+static Text named(const Attr *a) {
+    Text t = text_of(a);
+    if (t.set && str_eq(t.s, t.n, &g_texts[T_REDACTED])) t.set = 0;
+    return t;
+}
+
+static int is_handoff_name(Text name) {
+    const Str *to = &g_texts[T_HANDOFF_TO];
+    return str_eq(name.s, name.n, &g_texts[T_HANDOFF_SPAN]) ||
+           (name.n >= to->n && memcmp(name.s, to->s, to->n) == 0);
+}
+
+/* _handoff_target: the agent after "handoff to " (unset for a bare "handoff" or an empty one). */
+static Text handoff_target(Text name) {
+    const Str *to = &g_texts[T_HANDOFF_TO];
+    if (name.n > to->n && memcmp(name.s, to->s, to->n) == 0) return (Text){name.s + to->n, name.n - to->n, 1};
+    return (Text){NULL, 0, 0};
+}
+
+/* op in sc.LLM_OPERATIONS, by its text. */
+static int is_llm(int op, Text op_text) {
+    if (op < 0 && !(op == -2 && op_text.set)) return 0;
+    const uint8_t *s = op >= 0 ? (const uint8_t *)g_ops[op].s : op_text.s;
+    size_t n = op >= 0 ? g_ops[op].n : op_text.n;
+    for (int i = 0; i < g_nllm; i++)
+        if (str_eq(s, n, &g_llm[i])) return 1;
+    return 0;
+}
+
 /* Writes the promoted columns; error_text is the exception type of an error span (or unset). */
-static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Text error_text) {
+static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Text error_text, Text name) {
     Col *c = t->col;
     Text op_text;
     if (!(loop_event || (error_text.set && error_text.n)) && !any_known) {
         for (int i = C_OPERATION; i <= C_CONVERSATION; i++) TRY(col_null(&c[i], COL_TYPE[i]));
         return OK;
     }
-    int fb;
-    int op = operation(as, &op_text, &fb);
+    int fb, oi;
+    int op = operation(as, &op_text, &fb, &oi);
     if (fb) return FALLBACK;
-    int handoff = op == OP_HANDOFF;
-    Text agent;
-    if (op == OP_AGENT) {
-        agent = first_str(as, KS_AGENT_SELF, N(KS_AGENT_SELF));
-        if (!agent.set) agent = first_str(as, KS_ENTITY, 1);
-    } else if (handoff) {
-        agent = first_str(as, KS_AGENT_HANDOFF, N(KS_AGENT_HANDOFF));
-    } else {
-        agent = first_str(as, KS_AGENT_ENCLOSING, N(KS_AGENT_ENCLOSING));
-    }
+    Text agent, target = {NULL, 0, 0};
     Text tool = first_str(as, KS_TOOL, N(KS_TOOL));
-    if (!tool.set && op == OP_TOOL) tool = first_str(as, KS_ENTITY, 1);
+    int handoff;
+    if (oi && op == OP_TOOL && !tool.set && is_handoff_name(name)) {
+        /* The Agents SDK's handoff, which OpenInference records as a TOOL span with no tool name. */
+        op = OP_HANDOFF;
+        handoff = 1;
+        agent = named(get(as, K_OI_INPUT));
+        target = handoff_target(name);
+        if (!target.set) target = named(get(as, K_OI_OUTPUT));
+    } else {
+        handoff = op == OP_HANDOFF;
+        if (op == OP_AGENT) {
+            agent = first_str(as, KS_AGENT_SELF, N(KS_AGENT_SELF));
+            if (!agent.set) agent = first_str(as, KS_ENTITY, 1);
+            if (!agent.set && oi && name.n) agent = (Text){name.s, name.n, 1};
+        } else if (handoff) {
+            agent = first_str(as, KS_AGENT_HANDOFF, N(KS_AGENT_HANDOFF));
+            target = first_str(as, KS_TARGET, N(KS_TARGET));
+        } else {
+            agent = first_str(as, KS_AGENT_ENCLOSING, N(KS_AGENT_ENCLOSING));
+        }
+        if (!tool.set && op == OP_TOOL) tool = first_str(as, KS_ENTITY, 1);
+    }
+    Text model = first_str(as, KS_MODEL, N(KS_MODEL));
+    if (!model.set && is_llm(op, op_text)) TRY(invocation_model(get(as, K_OI_INVOCATION), &model));
 
     if (op >= 0)
         TRY(col_str(&c[C_OPERATION], g_ops[op].s, g_ops[op].n));
@@ -831,7 +1078,7 @@ static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Tex
         TRY(put_text(&c[C_OPERATION], op == -2 ? op_text : (Text){NULL, 0, 0}));
     TRY(put_text(&c[C_AGENT], agent));
     TRY(put_text(&c[C_TOOL], tool));
-    TRY(put_text(&c[C_MODEL], first_str(as, KS_MODEL, N(KS_MODEL))));
+    TRY(put_text(&c[C_MODEL], model));
     TRY(put_text(&c[C_PROVIDER], first_str(as, KS_PROVIDER, N(KS_PROVIDER))));
     int64_t v;
     if (first_int(as, KS_INPUT, N(KS_INPUT), &v))
@@ -844,7 +1091,7 @@ static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Tex
         TRY(col_null(&c[C_OUTPUT], A_I64));
     Text none = {NULL, 0, 0};
     TRY(put_text(&c[C_HANDOFF_SOURCE], handoff ? agent : none));
-    TRY(put_text(&c[C_HANDOFF_TARGET], handoff ? first_str(as, KS_TARGET, N(KS_TARGET)) : none));
+    TRY(put_text(&c[C_HANDOFF_TARGET], target));
     TRY(put_text(&c[C_HANDOFF_STATUS], handoff ? first_str(as, KS_HANDOFF_STATUS, 1) : none));
     TRY(put_text(&c[C_HANDOFF_MODE], handoff ? first_str(as, KS_MODE, N(KS_MODE)) : none));
     if (first_int(as, KS_HOP, N(KS_HOP), &v) && v >= INT32_MIN && v <= INT32_MAX) {
@@ -874,10 +1121,7 @@ static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Tex
  * Rows are grouped by the bytes of their key cells; a group keeps one representative row, from
  * which its Python key is built at the end, and its sums. Only groups become Python objects. */
 
-#define MAX_LLM_OPS 8
 #define MAX_BUCKETS 64
-static Str g_llm[MAX_LLM_OPS];
-static int g_nllm = 0;
 static double g_buckets[MAX_BUCKETS];
 static int g_nbuckets = 0;
 
@@ -1464,7 +1708,7 @@ static int span(Ctx *x, Rd *r) {
     TRY(col_fixed(&c[C_STATUS], &s8, A_U8));
     TRY(col_str(&c[C_STATUS_MESSAGE], message.s, message.n));
     TRY(put_text(&c[C_SERVICE], x->service));
-    TRY(promote(t, &x->attrs, any_known, loop_event, error_text));
+    TRY(promote(t, &x->attrs, any_known, loop_event, error_text, name));
     if (state.end != state.p)
         TRY(col_str(&c[C_TRACE_STATE], state.p, (size_t)(state.end - state.p)));
     else

@@ -25,6 +25,7 @@ from reach_collector.ingest.normalize import (
     _OPENINFERENCE_KINDS,
     _TRACELOOP_KINDS,
     _TRACELOOP_REQUEST_TYPES,
+    INVOCATION_MODEL_KEYS,
     PROMOTED_KEYS,
 )
 from reach_collector.ingest.rows import PROBLEMS, SpanBatch, flatten, parts_table
@@ -77,6 +78,9 @@ KEYS: Final = (
     sc.OPENINFERENCE_TOKEN_COMPLETION,
     sc.GEN_AI_CONVERSATION_ID,
     sc.OPENINFERENCE_SESSION_ID,
+    sc.OPENINFERENCE_LLM_INVOCATION_PARAMETERS,
+    sc.OPENINFERENCE_INPUT_VALUE,
+    sc.OPENINFERENCE_OUTPUT_VALUE,
     sc.SERVICE_NAME,  # the resource's service column
     sc.EXCEPTION_TYPE,  # an exception event's error type
 )
@@ -92,7 +96,16 @@ OPS: Final = (
     sc.OP_HANDOFF,
 )
 KINDS: Final = (*_TRACELOOP_KINDS, *_TRACELOOP_REQUEST_TYPES, *_OPENINFERENCE_KINDS)
-TEXTS: Final = (sc.EXCEPTION_EVENT, sc.EVENT_LOOP_DETECTED, sc.HEARTBEAT_SPAN_NAME)
+# Names it matches, in the order of its T_* enum (OpenInference's, and normalize's JSON keys, last).
+TEXTS: Final = (
+    sc.EXCEPTION_EVENT,
+    sc.EVENT_LOOP_DETECTED,
+    sc.HEARTBEAT_SPAN_NAME,
+    sc.OPENINFERENCE_REDACTED,
+    sc.OPENINFERENCE_HANDOFF_SPAN,
+    sc.OPENINFERENCE_HANDOFF_TO,
+    *INVOCATION_MODEL_KEYS,
+)
 
 if set(KEYS[:-2]) != PROMOTED_KEYS:  # pragma: no cover - a new promoted key needs the C side too
     raise ImportError("fast.KEYS and normalize.PROMOTED_KEYS differ")

@@ -2,11 +2,17 @@
 
 Our own spans (GenAI semconv + ``reach.*``), OpenLLMetry (``traceloop.*``, ``gen_ai.system``),
 OpenInference (``openinference.span.kind``, ``llm.*``) and the OpenAI Agents SDK mapping
-(``gen_ai.handoff.*``) all land on the same agent / llm / tool / handoff columns.
+(``gen_ai.handoff.*``) all land on the same agent / llm / tool / handoff columns. Of OpenInference's
+spans also: an AGENT span named only by its span name (``@tracer.agent(name=...)``) is that agent;
+an LLM span whose model is only in ``llm.invocation_parameters`` (a failed call has no
+``llm.model_name``) has that model; and the OpenAI Agents SDK's handoff — a TOOL span named
+``handoff to {agent}``, with the source agent as ``input.value`` — is a handoff, not a tool.
+``_fastflat.c`` follows the same rules (``fast.py``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
@@ -37,6 +43,9 @@ _OPENINFERENCE_KINDS: Final = {
     "TOOL": sc.OP_TOOL,
     "EMBEDDING": sc.OP_EMBEDDINGS,
 }
+# Where llm.invocation_parameters names the model, in priority order (OpenAI's and LangChain's keys).
+INVOCATION_MODEL_KEYS: Final = ("model", "model_name")
+_LLM: Final = frozenset(sc.LLM_OPERATIONS)
 
 
 class Promoted(NamedTuple):
@@ -83,6 +92,12 @@ _OUTPUT: Final = (
 )
 _CONVERSATION: Final = (sc.GEN_AI_CONVERSATION_ID, sc.OPENINFERENCE_SESSION_ID)
 _HANDOFF_HINTS: Final = (sc.GEN_AI_HANDOFF_TO_AGENT, sc.GEN_AI_HANDOFF_FROM_AGENT, sc.REACH_HANDOFF_TARGET)
+# Read only on spans another key already promotes (an OpenInference TOOL or LLM span).
+_PEER_KEYS: Final = (
+    sc.OPENINFERENCE_LLM_INVOCATION_PARAMETERS,
+    sc.OPENINFERENCE_INPUT_VALUE,
+    sc.OPENINFERENCE_OUTPUT_VALUE,
+)
 # Any of these present means the span may promote something; otherwise a cheap all-None answer.
 PROMOTED_KEYS: Final = frozenset(
     {
@@ -106,6 +121,7 @@ PROMOTED_KEYS: Final = frozenset(
         *_INPUT,
         *_OUTPUT,
         *_CONVERSATION,
+        *_PEER_KEYS,
     }
 )
 _HANDOFF_STATUS: Final = (sc.REACH_HANDOFF_STATUS,)
@@ -139,23 +155,61 @@ def _int32(value: int | None) -> int | None:
     return value if value is not None and -(2**31) <= value < 2**31 else None
 
 
-def _operation(get: _Get) -> str | None:
+def _operation(get: _Get) -> tuple[str | None, bool]:
+    """The operation, and whether it came from ``openinference.span.kind`` (only such spans take
+    the OpenInference rules below)."""
     op = get(sc.GEN_AI_OPERATION_NAME)
     if op.__class__ is str and op:
-        return op
+        return op, False
     kind = get(sc.TRACELOOP_SPAN_KIND)
     if kind.__class__ is str and kind in _TRACELOOP_KINDS:
-        return _TRACELOOP_KINDS[kind]
+        return _TRACELOOP_KINDS[kind], False
     request_type = get(TRACELOOP_REQUEST_TYPE)
     if request_type.__class__ is str and request_type in _TRACELOOP_REQUEST_TYPES:
-        return _TRACELOOP_REQUEST_TYPES[request_type]
+        return _TRACELOOP_REQUEST_TYPES[request_type], False
     oi_kind = get(sc.OPENINFERENCE_SPAN_KIND)
     if oi_kind.__class__ is str and oi_kind.upper() in _OPENINFERENCE_KINDS:
-        return _OPENINFERENCE_KINDS[oi_kind.upper()]
+        return _OPENINFERENCE_KINDS[oi_kind.upper()], True
     if any(get(key) is not None for key in _HANDOFF_HINTS):
-        return sc.OP_HANDOFF
+        return sc.OP_HANDOFF, False
     if get(sc.GEN_AI_SYSTEM) is not None or get(sc.GEN_AI_PROVIDER_NAME) is not None:
-        return sc.OP_CHAT
+        return sc.OP_CHAT, False
+    return None, False
+
+
+def _named(get: _Get, key: str) -> str | None:
+    """An agent name OpenInference recorded as a value, unless its TraceConfig masked it."""
+    value = get(key)
+    return value if value.__class__ is str and value and value != sc.OPENINFERENCE_REDACTED else None
+
+
+def _handoff_target(name: str) -> str | None:
+    """The target in an Agents SDK handoff span's name (``handoff to X``), None if not one."""
+    if name == sc.OPENINFERENCE_HANDOFF_SPAN:
+        return None
+    return name[len(sc.OPENINFERENCE_HANDOFF_TO) :] or None
+
+
+def _is_handoff_name(name: str) -> bool:
+    return name == sc.OPENINFERENCE_HANDOFF_SPAN or name.startswith(sc.OPENINFERENCE_HANDOFF_TO)
+
+
+def invocation_model(params: Any) -> str | None:
+    """The model named in ``llm.invocation_parameters`` (a JSON object as text), else None — for
+    text that is not JSON, or not an object, too. ``_fastflat.c`` reads the same text to the same
+    answer, or leaves the request to this function."""
+    if params.__class__ is not str:
+        return None
+    try:
+        parsed = json.loads(params)
+    except (ValueError, RecursionError):
+        return None
+    if parsed.__class__ is not dict:
+        return None
+    for key in INVOCATION_MODEL_KEYS:
+        value = parsed.get(key)
+        if value.__class__ is str and value:
+            return value
     return None
 
 
@@ -164,24 +218,39 @@ def promote(
     status_code: int,
     event_names: tuple[str, ...] = (),
     exception_type: str | None = None,
+    name: str = "",
 ) -> Promoted:
-    """Pure: the promoted columns for one span's attributes (plus its status and event names)."""
+    """Pure: the promoted columns for one span's attributes (plus its status, event names and
+    span name)."""
     error_from_event = exception_type if status_code == 2 else None
     loop_event = sc.EVENT_LOOP_DETECTED in event_names
     if not (loop_event or error_from_event) and PROMOTED_KEYS.isdisjoint(attrs):
         return _NOTHING
     get = attrs.get
-    op = _operation(get)
-    handoff = op == sc.OP_HANDOFF
-    if op == sc.OP_AGENT:
-        agent = _str(get, _AGENT_SELF) or _str(get, _ENTITY)
-    elif handoff:
-        agent = _str(get, _AGENT_HANDOFF)
-    else:
-        agent = _str(get, _AGENT_ENCLOSING)
+    op, openinference = _operation(get)
     tool = _str(get, _TOOL)
-    if tool is None and op == sc.OP_TOOL:
-        tool = _str(get, _ENTITY)
+    target = None
+    if openinference and op == sc.OP_TOOL and tool is None and _is_handoff_name(name):
+        # The Agents SDK's handoff, which OpenInference records as a TOOL span with no tool name.
+        op, handoff = sc.OP_HANDOFF, True
+        agent = _named(get, sc.OPENINFERENCE_INPUT_VALUE)
+        target = _handoff_target(name) or _named(get, sc.OPENINFERENCE_OUTPUT_VALUE)
+    else:
+        handoff = op == sc.OP_HANDOFF
+        if op == sc.OP_AGENT:
+            agent = _str(get, _AGENT_SELF) or _str(get, _ENTITY)
+            if agent is None and openinference and name:
+                agent = name  # @tracer.agent(name=...): the span name is all there is
+        elif handoff:
+            agent = _str(get, _AGENT_HANDOFF)
+            target = _str(get, _TARGET)
+        else:
+            agent = _str(get, _AGENT_ENCLOSING)
+        if tool is None and op == sc.OP_TOOL:
+            tool = _str(get, _ENTITY)
+    model = _str(get, _MODEL)
+    if model is None and op in _LLM:
+        model = invocation_model(get(sc.OPENINFERENCE_LLM_INVOCATION_PARAMETERS))
     loop = get(sc.REACH_LOOP_DETECTED)
     # Positional, in Promoted's field order: a keyword NamedTuple call costs ~1 µs per span.
     return _new(
@@ -190,12 +259,12 @@ def promote(
             op,
             agent,
             tool,
-            _str(get, _MODEL),
+            model,
             _str(get, _PROVIDER),
             _int(get, _INPUT),
             _int(get, _OUTPUT),
             agent if handoff else None,  # handoff_source
-            _str(get, _TARGET) if handoff else None,
+            target,
             _str(get, _HANDOFF_STATUS) if handoff else None,
             _str(get, _MODE) if handoff else None,
             _int32(_int(get, _HOP_COUNT)),

@@ -237,11 +237,12 @@ def _row(
         kind = 0
     tid, sid, pid = ids
     start, end = times
+    name = span.name
     return (
         tid.hex(),
         sid.hex(),
         pid.hex() if pid else None,
-        span.name,
+        name,
         kind,
         start,
         end,
@@ -249,7 +250,7 @@ def _row(
         status_code,
         status.message,
         service,
-        *promote(attrs, status_code, event_names, exception_type),
+        *promote(attrs, status_code, event_names, exception_type, name),
         span.trace_state or None,
         span.flags,
         _dumps(attrs),

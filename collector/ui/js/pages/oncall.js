@@ -39,6 +39,7 @@ export async function render(root, ctx) {
     body.append(notice(e.message, "error"));
     return null;
   }
+  if (!input.value && report?.at) input.value = toLocalInput(new Date(report.at)); // a start to edit
   const schedules = report?.schedules || [];
   if (!schedules.length) {
     body.append(notice("No schedules are configured (see schedules: in the collector's config file)."));

@@ -5,7 +5,7 @@
 
 import { s } from "../dom.js";
 
-const NODE_W = 166;
+const NODE_W = 180;
 const NODE_H = 46;
 const COL_GAP = 300;
 const ROW_GAP = 72;
@@ -44,9 +44,20 @@ function layers(nodes, edges) {
   const out = new Map();
   const next = new Map(nodes.map((v) => [v.id, []]));
   for (const e of edges) if (e.source !== e.target && next.has(e.source)) next.get(e.source).push(e.target);
-  // Start from the agents nothing hands off to (the entry points), then the rest in their order.
-  const incoming = new Set(edges.filter((e) => e.source !== e.target).map((e) => e.target));
-  const starts = [...nodes.filter((v) => !incoming.has(v.id)), ...nodes.filter((v) => incoming.has(v.id))];
+  // Start from the agents that hand off more than they receive (the entry points), in that order;
+  // agents with no handoff at all come last.
+  const score = new Map(nodes.map((v) => [v.id, 0]));
+  const linked = new Set();
+  for (const e of edges) {
+    if (e.source === e.target) continue;
+    score.set(e.source, (score.get(e.source) ?? 0) - (e.count || 1));
+    score.set(e.target, (score.get(e.target) ?? 0) + (e.count || 1));
+    linked.add(e.source).add(e.target);
+  }
+  const order = new Map(nodes.map((v, i) => [v.id, i]));
+  const starts = [...nodes].sort(
+    (a, b) => Number(!linked.has(a.id)) - Number(!linked.has(b.id)) || score.get(a.id) - score.get(b.id) || order.get(a.id) - order.get(b.id),
+  );
   for (const start of starts) {
     if (out.has(start.id)) continue;
     out.set(start.id, 0);
@@ -209,8 +220,8 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       s("title", null, v.title ?? v.id),
       s("rect", { width: NODE_W, height: NODE_H, rx: "7", class: "node-box", stroke: v.color }),
       s("rect", { x: "0.75", y: "0.75", width: "6", height: NODE_H - 1.5, rx: "3", fill: v.color }),
-      s("text", { x: "14", y: "19", class: "node-name" }, clip(v.id, 21)),
-      s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, clip(v.sub || "", 28)),
+      s("text", { x: "14", y: "19", class: "node-name" }, clip(v.id, 23)),
+      s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, clip(v.sub || "", 31)),
     );
     nodeLayer.append(g);
   }

@@ -8,8 +8,8 @@ import { TYPES, tokens, visibleRows } from "./model.js";
 
 export const ROW_HEIGHT = 26;
 const OVERSCAN = 12;
-const INDENT = 14;
-const MAX_INDENT_DEPTH = 16;
+const INDENT = 13;
+const MAX_INDENT_DEPTH = 12;
 const LABEL_WIDTH = 340; // --label-w in console.css
 const LANE_MARGIN = 130; // .wf-lane's right margin: room for the text after a bar ending late
 
@@ -33,6 +33,7 @@ function barText(row) {
     const k = tokens(row.span);
     if (k.input !== null || k.output !== null) parts.push(`${fmt.int(k.input || 0)} → ${fmt.int(k.output || 0)} tok`);
   }
+  for (const m of row.markers) if (m.kind === "gate") parts.push(`⚠ ${m.text}`);
   parts.push(fmt.duration(row.span.duration_ms));
   return parts.join(" · ");
 }
@@ -51,6 +52,7 @@ export class Waterfall {
     this.rows = model.rows;
     this.selected = -1;
     this.pool = [];
+    this.unplaced = [];
     this.total = Math.max(model.durationMs, 1e-6);
     this.frame = 0;
 
@@ -137,6 +139,7 @@ export class Waterfall {
         slot.index = -1;
       }
     }
+    this.place();
   }
 
   makeRow() {
@@ -151,7 +154,7 @@ export class Waterfall {
     const text = h("span", { class: "bar-text" });
     const lane = h("div", { class: "wf-lane" }, bar, marks, text);
     const el = h("div", { class: "wf-row", role: "treeitem" }, label, lane);
-    const slot = { el, toggle, icon, name, badges, stripe, bar, marks, text, index: -1, row: null };
+    const slot = { el, label, toggle, icon, name, badges, stripe, bar, marks, text, index: -1, row: null, left: 0, after: 0 };
     toggle.addEventListener("click", (e) => {
       e.stopPropagation();
       if (slot.row) this.toggle(slot.row.index);
@@ -173,7 +176,7 @@ export class Waterfall {
     slot.el.dataset.spanId = String(span.span_id);
     slot.el.setAttribute("aria-level", String(row.depth + 1));
     slot.el.setAttribute("aria-selected", row.index === this.selected ? "true" : "false");
-    slot.el.querySelector(".wf-label").style.paddingLeft = `${6 + Math.min(row.depth, MAX_INDENT_DEPTH) * INDENT}px`;
+    slot.label.style.paddingLeft = `${6 + Math.min(row.depth, MAX_INDENT_DEPTH) * INDENT}px`;
     slot.stripe.style.backgroundColor = colour;
     slot.toggle.style.visibility = row.childCount ? "visible" : "hidden";
     slot.toggle.textContent = this.collapsed.has(row.index) ? "▸" : "▾";
@@ -184,7 +187,7 @@ export class Waterfall {
     slot.badges.replaceChildren();
     for (const m of row.markers) {
       const glyph = m.kind === "error" ? "✗" : m.kind === "gate" ? "⚠" : m.kind === "loop" ? "⟳" : "⤒";
-      slot.badges.append(h("span", { class: `badge ${m.kind}`, title: `${m.kind}: ${m.text}`, text: m.kind === "error" ? glyph : `${glyph} ${m.text}` }));
+      slot.badges.append(h("span", { class: `badge ${m.kind}`, title: `${m.kind}: ${m.text}`, text: glyph }));
     }
     const left = Math.min(100, Math.max(0, (row.start / this.total) * 100));
     const width = Math.max(0, ((row.end - row.start) / this.total) * 100);
@@ -202,18 +205,33 @@ export class Waterfall {
     }
     const text = barText(row);
     slot.text.textContent = text;
-    // After the bar when the text fits there (the lane's right margin included), else before it.
-    const lane = this.laneWidth();
-    const after = left + Math.min(width, 100 - left);
-    slot.text.classList.remove("before");
+    // After the bar for now; place() moves it before the bar where it does not fit after.
+    slot.after = left + Math.min(width, 100 - left);
+    slot.left = left;
+    slot.text.classList.remove("before", "inside");
     slot.text.style.right = "";
-    slot.text.style.left = `${after}%`;
-    const needed = slot.text.offsetWidth; // rows in view only: a few dozen layouts per scroll frame
-    if (needed > ((100 - after) / 100) * lane + LANE_MARGIN && (left / 100) * lane > needed) {
-      slot.text.classList.add("before");
-      slot.text.style.left = "";
-      slot.text.style.right = `${100 - left}%`;
-    }
+    slot.text.style.left = `${slot.after}%`;
+    this.unplaced.push(slot);
+  }
+
+  /** Text beside the bars just filled: all widths read in one layout, then all positions written. */
+  place() {
+    if (!this.unplaced.length) return;
+    const lane = this.laneWidth();
+    const widths = this.unplaced.map((slot) => slot.text.offsetWidth);
+    this.unplaced.forEach((slot, k) => {
+      const needed = widths[k];
+      if (needed <= ((100 - slot.after) / 100) * lane + LANE_MARGIN) return;
+      if ((slot.left / 100) * lane > needed) {
+        slot.text.classList.add("before");
+        slot.text.style.left = "";
+        slot.text.style.right = `${100 - slot.left}%`;
+      } else {
+        slot.text.classList.add("inside"); // over the bar, on a light ground
+        slot.text.style.left = `${slot.left}%`;
+      }
+    });
+    this.unplaced = [];
   }
 
   laneWidth() {
@@ -240,6 +258,7 @@ export class Waterfall {
     if (expanded) this.relayout();
     if (scroll) this.scrollTo(index);
     for (const slot of this.pool) if (slot.index >= 0) this.fill(slot, slot.index);
+    this.place();
     this.onSelect(this.rows[index]);
   }
 

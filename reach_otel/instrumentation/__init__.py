@@ -31,6 +31,7 @@ INSTRUMENTORS: dict[str, str] = {
     "openai_agents": "reach_otel.instrumentation.openai_agents:OpenAIAgentsInstrumentor",
     "declarative": "reach_otel.instrumentation.declarative:DeclarativeInstrumentor",
     "mcp": "reach_otel.instrumentation.mcp:MCPInstrumentor",
+    "crewai": "reach_otel.instrumentation.crewai:CrewAIInstrumentor",
     "a2a": "reach_otel.instrumentation.a2a:A2AInstrumentor",
 }
 #: The modules whose import arms an instrumentor; a name not listed is its library's module name.

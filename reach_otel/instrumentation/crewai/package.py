@@ -1,0 +1,3 @@
+"""The CrewAI versions this integration supports: those with interception hooks and stream sinks."""
+
+_instruments = ("crewai >= 1.15.10",)

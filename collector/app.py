@@ -23,6 +23,7 @@ from reach_collector.api.heartbeats import heartbeats_router
 from reach_collector.api.metrics import metrics_router
 from reach_collector.api.oncall import oncall_router
 from reach_collector.api.tempo import tempo_router
+from reach_collector.api.topology import topology_router
 from reach_collector.config import Settings
 from reach_collector.exposition import Exposition, metrics_endpoint
 from reach_collector.ingest.batch_stats import BatchStats
@@ -137,6 +138,7 @@ def create_app(
         app.include_router(module.router)
     app.include_router(tempo_router(store, clock))
     app.include_router(metrics_router(store, clock, settings.prices))
+    app.include_router(topology_router(store, clock, settings.prices))
     app.include_router(metrics_endpoint(exposition))
     app.include_router(heartbeats_router(store, writer, engine, exposition, clock))
     app.include_router(alerts_router(engine, history))

@@ -72,6 +72,7 @@ SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 USER_ID: Final = "user.id"
 SERVICE_NAME: Final = "service.name"
+SERVICE_VERSION: Final = "service.version"  # a resource attribute: the release that made a span
 HTTP_REQUEST_METHOD: Final = "http.request.method"
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 URL_FULL: Final = "url.full"

@@ -257,3 +257,107 @@ def test_a_10000_span_trace_opens_and_scrolls_without_freezing(fed, page: Page) 
     long_tasks = page.js("window.__long")
     assert isinstance(long_tasks, list)  # the observer ran in this document
     assert opened < 30 and max(long_tasks, default=0) < 1500, (opened, long_tasks)
+
+
+TOPOLOGY = {
+    "nodes": [
+        {
+            "agent": "TriageAgent",
+            "calls": 40,
+            "errors": 0,
+            "p95_ms": 820.0,
+            "input_tokens": 900,
+            "output_tokens": 120,
+            "cost_usd": 0.01,
+        },
+        {
+            "agent": "BillingAgent",
+            "calls": 25,
+            "errors": 5,
+            "p95_ms": 310.0,
+            "input_tokens": 1500,
+            "output_tokens": 300,
+            "cost_usd": None,
+        },
+        {
+            "agent": "TechSupportAgent",
+            "calls": 15,
+            "errors": 0,
+            "p95_ms": 1650.0,
+            "input_tokens": 700,
+            "output_tokens": 90,
+            "cost_usd": 0.004,
+        },
+    ],
+    "edges": [
+        {
+            "source": "TriageAgent",
+            "target": "BillingAgent",
+            "mode": "delegate",
+            "handoffs": 25,
+            "committed": 18,
+            "rejected": 1,
+            "failed": 5,
+            "unknown": 1,
+            "inferred": 3,
+            "p95_ms": 300.0,
+            "loops": 0,
+        },
+        {
+            "source": "TriageAgent",
+            "target": "TechSupportAgent",
+            "mode": "delegate",
+            "handoffs": 15,
+            "committed": 15,
+            "rejected": 0,
+            "failed": 0,
+            "unknown": 0,
+            "inferred": 0,
+            "p95_ms": 1600.0,
+            "loops": 0,
+        },
+        {
+            "source": "BillingAgent",
+            "target": "TriageAgent",
+            "mode": "takeover",
+            "handoffs": 4,
+            "committed": 4,
+            "rejected": 0,
+            "failed": 0,
+            "unknown": 0,
+            "inferred": 4,
+            "p95_ms": 90.0,
+            "loops": 4,
+        },
+    ],
+}
+
+
+def test_topology_page_draws_the_topology_endpoint_when_the_collector_has_one(
+    start_console, page: Page
+) -> None:
+    """SPEC §15's GET /api/topology with the documented shape, from a stand-in route placed before
+    any the collector has, so the client is checked on known nodes and edges."""
+    from fastapi import APIRouter
+
+    console = start_console()
+    stand_in = APIRouter()
+    stand_in.add_api_route("/api/topology", lambda window: TOPOLOGY, methods=["GET"])
+    console.app.router.routes[:0] = stand_in.routes
+    expected = TOPOLOGY
+    goto_ready(page, console.url + "/ui/topology")
+    assert page.events.errors == []
+    assert not page.js("!!document.getElementById('topology-fallback')")
+    nodes = set(page.each("#topology-graph .node", "el.dataset.agent"))
+    edges = {tuple(e) for e in page.each("#topology-graph .edge", "[el.dataset.source, el.dataset.target]")}
+    assert nodes == {n["agent"] for n in expected["nodes"]}
+    assert edges == {(e["source"], e["target"]) for e in expected["edges"]}
+    rows = page.each("#edges tbody tr", "[...el.cells].map(c => c.textContent)")
+    first = next(e for e in expected["edges"] if e["handoffs"])
+    assert [
+        first["source"],
+        first["target"],
+        str(first["handoffs"]),
+        str(first["committed"]),
+        str(first["failed"]),
+    ] in [r[:5] for r in rows]

@@ -40,6 +40,13 @@ function field(name, label, value, attrs = {}) {
 
 export async function render(root, ctx) {
   document.title = "Traces · reach-otel";
+  if (!ctx.params.has("since") || !ctx.params.has("limit")) {
+    // The address always holds the search the table shows (the form's defaults included).
+    const q = new URLSearchParams(ctx.params);
+    if (!q.has("since")) q.set("since", "1h");
+    if (!q.has("limit")) q.set("limit", "50");
+    ctx.setQuery(q);
+  }
   const p = ctx.params;
   const limit = h(
     "select",
@@ -53,7 +60,7 @@ export async function render(root, ctx) {
     { class: "search card", id: "search", autocomplete: "off" },
     field("service", "Service", p.get("service"), { placeholder: "any" }),
     field("agent", "Agent", p.get("agent"), { placeholder: "any" }),
-    field("since", "Since", p.get("since") ?? "1h", { placeholder: "1h, 2026-01-05T09:00Z" }),
+    field("since", "Since", p.get("since"), { placeholder: "1h, 2026-01-05T09:00Z, blank: all" }),
     field("until", "Until", p.get("until"), { placeholder: "now" }),
     field("min_duration_ms", "Min duration (ms)", p.get("min_duration_ms"), { type: "number", min: "0", step: "any" }),
     field("attr", "Attribute", attrText(p), { placeholder: "key=value & key=value", class: "wide" }),
@@ -92,7 +99,7 @@ export async function render(root, ctx) {
     const data = new FormData(form);
     for (const name of FIELDS) {
       const v = String(data.get(name) || "").trim();
-      if (v) q.set(name, v);
+      if (v || name === "since") q.set(name, v); // an empty since is kept: "all", not the default
     }
     for (const pair of String(data.get("attr") || "").split(/\s+&\s+|\s*\n\s*/)) {
       const i = pair.indexOf("=");

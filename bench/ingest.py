@@ -168,7 +168,7 @@ def collector_ingest(
     clients: int,
     db: Path,
     pure_python: bool = False,
-    lookups_per_s: float = 20.0,
+    lookups_per_s: float = 10.0,
 ) -> Run:
     port = _free_port()
     env = dict(os.environ, REACH_COLLECTOR_PURE_PYTHON="1" if pure_python else "0")
@@ -255,7 +255,7 @@ def main() -> None:
     parser.add_argument(
         "--lookups-per-s",
         type=float,
-        default=20.0,
+        default=10.0,
         help="trace-by-id requests a second during ingest (0: none)",
     )
     args = parser.parse_args()

@@ -118,6 +118,7 @@ class DuckDBStore:
         # group for the rows that follow, so checkpointing each time ROW_GROUP_ROWS more have come
         # writes full row groups, each once.
         self._since_checkpoint = 0
+        self._since_checkpoint_bytes = 0
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursors_lock = threading.Lock()
@@ -160,6 +161,7 @@ class DuckDBStore:
             raise
         self._parts_rows += parts.num_rows
         self._since_checkpoint += table.num_rows
+        self._since_checkpoint_bytes += table.nbytes
 
     def maintain(self, idle: bool) -> None:
         """Between commits, and in pauses of ingest (``idle``), on the writer thread: fold trace
@@ -183,11 +185,14 @@ class DuckDBStore:
         recovery bound, or (idle) past ``checkpoint_bytes``."""
         if self.path == MEMORY:
             return False
-        wal = self._wal_bytes()
-        if wal == 0:
+        if self._since_checkpoint >= ROW_GROUP_ROWS:
+            return True
+        # Under load the WAL's size is read only once the Arrow bytes appended since the last
+        # checkpoint (about what the WAL holds) near the bound: a stat per commit costs the writer.
+        if not idle and self._since_checkpoint_bytes < self._max_wal_bytes // 2:
             return False
-        filled = self._since_checkpoint >= ROW_GROUP_ROWS
-        return filled or wal >= self._max_wal_bytes or (idle and wal >= self._checkpoint_bytes)
+        wal = self._wal_bytes()
+        return wal > 0 and (wal >= self._max_wal_bytes or (idle and wal >= self._checkpoint_bytes))
 
     def checkpoint(self) -> None:
         started = time.perf_counter()
@@ -199,6 +204,7 @@ class DuckDBStore:
         self.checkpoint_seconds += time.perf_counter() - started
         self.checkpoints += 1
         self._since_checkpoint = 0
+        self._since_checkpoint_bytes = 0
 
     def compact(self) -> None:
         con = self._con

@@ -22,17 +22,22 @@ from reach_otel._safety import logger
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
-#: The SDK modules that use its tracing decorators (one missing from this SDK version is skipped).
-MODULES: tuple[str, ...] = (
+#: The SDK modules that use its tracing decorators, by what they hold: client transports, request
+#: handlers, and the rest (dispatchers, queues, the task manager). One this version lacks is skipped.
+TRANSPORTS: tuple[str, ...] = (
     "a2a.client.transports.jsonrpc",
     "a2a.client.transports.rest",
     "a2a.client.transports.grpc",
     "a2a.compat.v0_3.jsonrpc_transport",
     "a2a.compat.v0_3.rest_transport",
     "a2a.compat.v0_3.grpc_transport",
+)
+HANDLERS: dict[str, str] = {  # module → its request handler class (whose constructor meets the executor)
+    "a2a.server.request_handlers.default_request_handler_v2": "DefaultRequestHandlerV2",
+    "a2a.server.request_handlers.default_request_handler": "LegacyRequestHandler",
+}
+INTERNALS: tuple[str, ...] = (
     "a2a.compat.v0_3.rest_handler",
-    "a2a.server.request_handlers.default_request_handler_v2",
-    "a2a.server.request_handlers.default_request_handler",
     "a2a.server.routes.jsonrpc_dispatcher",
     "a2a.server.routes.rest_dispatcher",
     "a2a.server.events.event_queue",
@@ -41,6 +46,7 @@ MODULES: tuple[str, ...] = (
     "a2a.server.events.in_memory_queue_manager",
     "a2a.server.tasks.task_manager",
 )
+MODULES: tuple[str, ...] = (*TRANSPORTS, *HANDLERS, *INTERNALS)
 
 
 def _wrapper_codes() -> frozenset[types.CodeType]:
@@ -81,19 +87,25 @@ def _module(name: str) -> types.ModuleType | None:
         return None
 
 
+def traced_in(module: types.ModuleType) -> Iterator[tuple[Any, str]]:
+    """(owner, attribute) of every SDK span wrapper a module defines: its classes' methods, its functions."""
+    name = module.__name__
+    for attr, value in list(vars(module).items()):
+        if is_sdk_traced(value) and getattr(value, "__module__", None) == name:
+            yield module, attr
+        elif inspect.isclass(value) and value.__module__ == name:
+            for method, fn in list(vars(value).items()):
+                if is_sdk_traced(fn):
+                    yield value, method
+
+
 def targets() -> Iterator[tuple[types.ModuleType, Any, str]]:
-    """(module, owner, attribute) of each SDK span wrapper: the modules' classes' methods, and functions."""
+    """(module, owner, attribute) of every SDK span wrapper in the modules this SDK has (imports them)."""
     for name in MODULES:
         module = _module(name)
-        if module is None:
-            continue
-        for attr, value in vars(module).items():
-            if is_sdk_traced(value) and getattr(value, "__module__", None) == name:
-                yield module, module, attr
-            elif inspect.isclass(value) and value.__module__ == name:
-                for method, fn in vars(value).items():
-                    if is_sdk_traced(fn):
-                        yield module, value, method
+        if module is not None:
+            for owner, attr in traced_in(module):
+                yield module, owner, attr
 
 
 def passthrough() -> Wrapper:

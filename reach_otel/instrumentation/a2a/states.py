@@ -51,9 +51,10 @@ def events_towards(current: str, task_state: str | None, *, final: bool = True) 
     """The handoff events that bring a handoff in ``current`` to what ``task_state`` means.
 
     Empty when there is nothing to do: the state is already there or past it, the handoff is
-    finished, the task state is not one we know, or it is ``submitted`` and more may follow. A rejection after acceptance is a failure (the
-    machine declares no accepted → rejected), and unknown is reached only by a direct ``timeout``:
-    a handoff that cannot time out from where it is ends unknown anyway when its span ends.
+    finished, the task state is not one we know, or it is ``submitted`` and more may follow. A
+    rejection after acceptance is a failure (the machine declares no accepted → rejected), and
+    unknown is reached only by a direct ``timeout``: a handoff that cannot time out from where it
+    is ends unknown anyway when its span ends.
     """
     target = HANDOFF_STATE.get(task_state or "")
     if task_state == "submitted" and not final:

@@ -44,3 +44,18 @@ def test_no_module_parses_a_string_as_markup() -> None:
     )
     for module in UI.rglob("*.js"):
         assert not sinks.search(module.read_text()), module.name
+
+
+def test_every_asset_is_package_data() -> None:
+    """pip installs the console: each file the router serves matches a package-data pattern."""
+    import fnmatch
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    data = pyproject.split("[tool.setuptools.package-data]", 1)[1]
+    line = re.search(r"^reach_collector = \[(.*)\]$", data, re.M)
+    assert line is not None
+    globs = re.findall(r'"([^"]+)"', line.group(1))
+    served = [p.relative_to(UI.parent).as_posix() for p in UI.rglob("*") if p.is_file()]
+    assert served
+    for name in served:
+        assert any(fnmatch.fnmatchcase(name, g) and name.count("/") == g.count("/") for g in globs), name

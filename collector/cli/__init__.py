@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 
-from reach_collector.cli import agents, alerts, metrics, oncall, serve, traces
+from reach_collector.cli import agents, alerts, metrics, oncall, serve, topology, traces
 
 __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `collector` and every query command to the `reach-otel` command line."""
-    for module in (serve, traces, metrics, alerts, oncall, agents):
+    for module in (serve, traces, metrics, alerts, oncall, agents, topology):
         module.register(sub)

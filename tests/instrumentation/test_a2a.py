@@ -29,7 +29,10 @@ from a2a.utils.errors import InternalError
 from collector_process import CollectorProcess, free_port
 from conftest import Recorder
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind, StatusCode
 from otlp_sink import OtlpSink, _value
 from wrapt import FunctionWrapper
@@ -37,6 +40,9 @@ from wrapt import FunctionWrapper
 import reach_otel
 from reach_otel import handoff_state as hf
 from reach_otel import instrumentation
+from reach_otel.config import load_settings
+from reach_otel.errors import HopLimitExceeded
+from reach_otel.handler import TelemetryHandler, set_handler
 from reach_otel.instrumentation.a2a import A2AInstrumentor, extract, sdk, states
 from reach_otel.instrumentation.httpx import HTTPXInstrumentor
 from reach_otel.testing.fake_llm import FakeLLMServer
@@ -455,6 +461,46 @@ def test_an_exploding_extractor_changes_nothing(
     assert (streamed.state, streamed.text) == ("rejected", "not mine")
     with pytest.raises(A2AClientTimeoutError):
         ask(mesh.urls["broken"], "outcome=slow take your time", timeout=0.5)
+
+
+def test_on_loop_raise_stops_the_message_before_it_is_sent(
+    mesh: Mesh, make_recorder: Callable[..., Recorder]
+) -> None:
+    rec = make_recorder(max_hops=0, on_loop="raise")
+    instrumentor = A2AInstrumentor()
+    instrumentor.instrument()
+    try:
+        with pytest.raises(HopLimitExceeded):
+            ask(mesh.urls["billing"], "outcome=completed hello")
+    finally:
+        instrumentor.uninstrument()
+    handoff = rec.one("handoff Billing")
+    assert handoff.attributes["reach.handoff.status"] == "rejected"
+    assert handoff.attributes["reach.hop.limit_exceeded"] is True
+    assert not rec.named("message/send")
+    time.sleep(0.5)
+    assert not [s for s in exported(mesh.sink) if s["trace_id"] == hex_trace(handoff)]  # never sent
+
+
+def test_an_unsampled_caller_stays_unsampled(mesh: Mesh) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    previous = set_handler(TelemetryHandler(tracer_provider=provider, settings=load_settings(env={})))
+    instrumentor = A2AInstrumentor()
+    instrumentor.instrument()
+    try:
+        reply = ask(mesh.urls["billing"], "outcome=headers show me")
+    finally:
+        instrumentor.uninstrument()
+        set_handler(previous)
+        provider.shutdown()
+    assert reply.state == "completed"
+    _, trace_id, _, flags = json.loads(reply.text)["traceparent"].split("-")
+    assert int(flags, 16) & 1 == 0  # not sampled: the decision travels, the far side records nothing
+    assert not exporter.get_finished_spans()
+    time.sleep(0.5)
+    assert not [s for s in exported(mesh.sink) if s["trace_id"] == trace_id]
 
 
 def test_uninstrument_restores_the_sdk(mesh: Mesh, rec: Recorder) -> None:

@@ -141,14 +141,6 @@ def result_attributes(found: Facts) -> Iterator[tuple[str, Any]]:
         yield sc.A2A_TASK_STATE, found.state
 
 
-def message_text(request: Any) -> str | None:
-    """The text parts of a SendMessageRequest's message (for content capture)."""
-    if _kind(request) != "SendMessageRequest":
-        return None
-    texts = [part.text for part in request.message.parts if part.WhichOneof("content") == "text"]
-    return "\n".join(texts) if texts else None
-
-
 def card_name(card: Any) -> str | None:
     name = getattr(card, "name", None)
     return name if isinstance(name, str) and name else None

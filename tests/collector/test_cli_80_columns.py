@@ -78,6 +78,21 @@ def _failing_agent_spans(agent: str, n: int) -> dict[str, Any]:
     return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
 
 
+def _otlp_heartbeat(agent_id: str, service: str) -> dict[str, Any]:
+    end = time.time_ns()
+    beat = {
+        "traceId": os.urandom(16).hex(),
+        "spanId": os.urandom(8).hex(),
+        "name": sc.HEARTBEAT_SPAN_NAME,
+        "kind": 1,
+        "startTimeUnixNano": str(end - 1_000_000),
+        "endTimeUnixNano": str(end),
+        "attributes": [_attr(sc.GEN_AI_AGENT_ID, agent_id)],
+    }
+    resource = {"attributes": [_attr("service.name", service)]}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [beat]}]}]}
+
+
 def _wait(probe: Any, timeout: float = 20.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -111,6 +126,8 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Populated]:
         ]
         failing = _failing_agent_spans(LONG_AGENT, 5)
         assert httpx.post(collector.url + "/v1/traces", json=failing, timeout=10).status_code == 200
+        beat = _otlp_heartbeat("edge-7", "edge-gateway")  # a heartbeat as an OTLP span
+        assert httpx.post(collector.url + "/v1/traces", json=beat, timeout=10).status_code == 200
         for beat in (
             {"agent_id": "TriageAgent"},  # service from its spans (support-app)
             {"agent_id": LONG_AGENT},  # from its spans (reconciliation-svc)
@@ -235,6 +252,7 @@ def test_oncall_and_agents(populated: Populated) -> None:
     assert services["TriageAgent"] == "support-app"
     assert services[LONG_AGENT] == "reconciliation-svc"
     assert services["mesh-router-7"] == "mesh"
+    assert services["edge-7"] == "edge-gateway"  # from its OTLP heartbeat span's resource
     out = shown(populated.url, "agents")
     assert_whole(out, [], [local(a["last_heartbeat"]) for a in agents])
     rows = {line.split()[0]: line for line in out.splitlines() if line.split()}

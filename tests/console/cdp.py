@@ -290,7 +290,11 @@ class Page:
         )
 
     def click(self, selector: str) -> None:
-        self.js(f"document.querySelector({json.dumps(selector)}).click(); 0")
+        """A click event on the first element matching ``selector`` (SVG elements included)."""
+        self.js(
+            f"document.querySelector({json.dumps(selector)})"
+            ".dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window})); 0"
+        )
 
     def fill(self, element_id: str, value: str) -> None:
         self.js(f"document.getElementById({json.dumps(element_id)}).value = {json.dumps(value)}; 0")

@@ -172,6 +172,15 @@ def test_trace_page_shows_every_agent_and_handoff(fed, page: Page, which: str) -
         assert span["name"] in row and span["handoff"]["status"] in row
     totals = page.text("#totals")
     assert f"{len(handoffs)}\nHANDOFFS" in totals.upper()
+    # A handoff edge of the graph opens its first handoff span; an agent node its first run.
+    source, target = info.handoffs[0]
+    page.click(f"#agent-graph .edge[data-source='{source}'][data-target='{target}']")
+    first = next(s for s in handoffs if (s["handoff"]["source"], s["handoff"]["target"]) == (source, target))
+    page.wait_for(f"document.getElementById('details')?.dataset.spanId === '{first['span_id']}'")
+    assert f"{source} ⇢ {target}" in page.text("#details")
+    page.click(f"#agent-graph .node[data-agent='{target}']")
+    run = next(s for s in trace["spans"] if s["operation"] == sc.OP_AGENT and s["agent"] == target)
+    page.wait_for(f"document.getElementById('details')?.dataset.spanId === '{run['span_id']}'")
 
 
 def test_trace_page_marks_errors_gates_and_loops(fed, page: Page) -> None:

@@ -2,7 +2,7 @@
 
 export function duration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return "–";
-  const v = Number(ms);
+  const v = Math.round(Number(ms) * 1000) / 1000; // to the microsecond: ns offsets arrive as floats
   if (v >= 60_000) return `${Math.floor(v / 60_000)}m ${Math.round((v % 60_000) / 1000)}s`;
   if (v >= 1000) return `${(v / 1000).toFixed(v >= 10_000 ? 1 : 2)} s`;
   if (v >= 10) return `${v.toFixed(0)} ms`;

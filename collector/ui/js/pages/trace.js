@@ -73,7 +73,7 @@ export function edgeText(e) {
   return { label: [`×${e.count}`, ...(bad.length ? bad : ["all committed"])].join(" · "), title };
 }
 
-function graphFor(model, colors) {
+function graphFor(model, colors, select) {
   const g = model.graph;
   if (!g.nodes.length) return h("p", { class: "muted", text: "No agents in this trace." });
   const nodes = g.nodes.map((v) => {
@@ -87,7 +87,13 @@ function graphFor(model, colors) {
     };
   });
   const edges = g.edges.map((e) => ({ ...e, dashed: e.inferred * 2 >= e.count, ...edgeText(e) }));
-  return agentGraph(nodes, edges, { title: `agents and handoffs of trace ${model.traceId}` });
+  // A click on an agent opens its first run; on a handoff, its first handoff span.
+  const firstRun = (agent) => model.rows.findIndex((r) => r.type === "agent" && r.agent === agent);
+  return agentGraph(nodes, edges, {
+    title: `agents and handoffs of trace ${model.traceId}`,
+    onNode: (v) => select(firstRun(v.id)),
+    onEdge: (e) => select(e.rows[0] ?? -1),
+  });
 }
 
 export async function render(root, ctx) {
@@ -131,7 +137,7 @@ export async function render(root, ctx) {
       "div",
       { class: "trace-layout" },
       h("div", { class: "card wf-card" }, waterfall.el),
-      h("div", { class: "side" }, h("div", { class: "card graph-card" }, h("h2", { text: "Agent graph" }), graphFor(model, colors)), panel),
+      h("div", { class: "side" }, h("div", { class: "card graph-card" }, h("h2", { text: "Agent graph" }), graphFor(model, colors, (i) => waterfall.select(i, { scroll: true }))), panel),
     ),
   );
   waterfall.relayout();

@@ -107,7 +107,7 @@ function place(placed, [x, y], width, anchor) {
  * @param nodes [{id, color, sub: string, error: bool}]
  * @param edges [{source, target, count, statuses: {status: count}, label: string, dashed: bool, loop: bool}]
  */
-export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent graph" } = {}) {
+export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent graph", onNode = null, onEdge = null } = {}) {
   const prefix = `g${++graphs}`;
   const layer = layers(nodes, edges);
   const columns = new Map();
@@ -206,6 +206,11 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
         "marker-end": `url(#${prefix}-${outcome})`,
       }),
     );
+    if (onEdge) {
+      g.append(s("path", { d, fill: "none", stroke: "transparent", "stroke-width": "12", "pointer-events": "stroke", class: "hit" }));
+      g.classList.add("clickable");
+      g.addEventListener("click", () => onEdge(e));
+    }
     edgeLayer.append(g);
     const label = clip(`${e.loop ? "⟳ " : ""}${e.label}`, 34);
     labelAt = place(placed, labelAt, label.length * 6.3, anchor);
@@ -223,6 +228,10 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       s("text", { x: "14", y: "19", class: "node-name" }, clip(v.id, 23)),
       s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, clip(v.sub || "", 31)),
     );
+    if (onNode) {
+      g.classList.add("clickable");
+      g.addEventListener("click", () => onNode(v));
+    }
     nodeLayer.append(g);
   }
   return svg;

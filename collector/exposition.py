@@ -32,6 +32,7 @@ from reach_collector._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_famil
 from reach_collector.handoff_counts import HandoffCounts, Outcome
 from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats, stats_of
 from reach_collector.llm_owners import LLMOwners, Owned
+from reach_collector.service_graph import ServiceGraph
 from reach_collector.store.base import TraceStore
 
 from reach_otel import semconv as sc
@@ -80,6 +81,7 @@ class Exposition(Collector):
         self._tokens: dict[tuple[str, str, str], int] = {}
         self._handoffs: dict[tuple[str, str, str, str, str], int] = {}
         self._handoff_counts = HandoffCounts(store, clock, timeout_s=handoff_timeout_s)
+        self._service_graph = ServiceGraph(self._agent)  # the same handoffs as Grafana's service graph
         # LLM calls without an agent attribute wait for their agent ancestor as long as handoffs do.
         self._llm_owners = LLMOwners(store, clock, timeout_s=handoff_timeout_s)
         # model → (USD per 1M input tokens, per 1M output tokens), the collector's ``prices``
@@ -173,13 +175,14 @@ class Exposition(Collector):
             self._cost[(a, m)] = self._cost.get((a, m), 0.0) + usd
 
     def _count_owned(self, owned: Iterable[Owned]) -> None:
-        """LLM calls whose agent is now known (None: none was found), one by one."""
-        for agent, call in owned:
-            self._add_calls(agent, call.operation, call.error, call.bucket, 1, call.seconds)
-            self._add_tokens(agent, call.model, call.input_tokens, call.output_tokens)
+        """LLM calls whose agent is now known (None: none was found)."""
+        for agent, calls in owned:
+            self._add_calls(agent, calls.operation, calls.error, calls.bucket, calls.n, calls.seconds)
+            self._add_tokens(agent, calls.model, calls.input_tokens, calls.output_tokens)
 
-    def _count_handoffs(self, outcomes: Iterable[Outcome]) -> None:
-        for source, target, status, mode, inferred in outcomes:
+    def _count_handoffs(self, outcomes: Sequence[Outcome]) -> None:
+        self._service_graph.count(outcomes)
+        for source, target, status, mode, inferred, _seconds in outcomes:
             key = (
                 self._agent(source),
                 self._agent(target),
@@ -360,6 +363,7 @@ class Exposition(Collector):
         for handoff, n in sorted(self._handoffs.items()):
             handoffs.add_metric(list(handoff), n)
         yield handoffs
+        yield from self._service_graph.families()
         loops = CounterMetricFamily(
             "reach_loops_detected", "Handoffs that detected a loop.", labels=["agent"]
         )

@@ -41,8 +41,8 @@ __all__ = ["HandoffCounts", "Outcome"]
 
 log = logging.getLogger(__name__)
 
-# (source, target, status, mode, inferred)
-Outcome = tuple[str | None, str | None, str, str | None, bool]
+# (source, target, status, mode, inferred, seconds): seconds = the handoff span's duration
+Outcome = tuple[str | None, str | None, str, str | None, bool, float]
 _HANDOFF_COLUMNS: Final = (
     "trace_id",
     "start_ns",
@@ -50,21 +50,25 @@ _HANDOFF_COLUMNS: Final = (
     "handoff_target",
     "handoff_status",
     "handoff_mode",
+    "duration_ms",
     "attributes",
 )
 _AGENT_COLUMNS: Final = ("trace_id", "agent", "start_ns", "span_id", "status_code")
 
 
 class _Pending:
-    __slots__ = ("deadline", "done", "mode", "source", "start", "target", "trace")
+    __slots__ = ("deadline", "done", "mode", "seconds", "source", "start", "target", "trace")
 
-    def __init__(self, trace: str, target: str, start: int, source: str | None, mode: str | None) -> None:
+    def __init__(
+        self, trace: str, target: str, start: int, source: str | None, mode: str | None, seconds: float
+    ) -> None:
         self.trace, self.target, self.start, self.source, self.mode = trace, target, start, source, mode
+        self.seconds = seconds
         self.deadline = 0.0
         self.done = False
 
     def settle(self, code: int | None) -> Outcome:
-        return (self.source, self.target, from_target(code), self.mode, True)
+        return (self.source, self.target, from_target(code), self.mode, True, self.seconds)
 
 
 class HandoffCounts:
@@ -99,16 +103,17 @@ class HandoffCounts:
         mask = pc.equal(op, sc.OP_HANDOFF)
         if pc.any(mask).as_py():
             rows = table.filter(mask).select(list(_HANDOFF_COLUMNS))
-            for trace, start, source, target, status, mode, attrs in zip(
+            for trace, start, source, target, status, mode, ms, attrs in zip(
                 *(c.to_pylist() for c in rows.columns), strict=True
             ):
+                seconds = (ms or 0.0) / 1000.0
                 transitions = _transitions(attrs) if status in NO_OUTCOME else None
                 if is_recorded(status, transitions):
-                    out.append((source, target, status, mode, False))
-                elif target is None:
-                    out.append((source, None, hf.UNKNOWN, mode, True))  # no target: no span to wait for
+                    out.append((source, target, status, mode, False, seconds))
+                elif target is None:  # no target: no span to wait for
+                    out.append((source, None, hf.UNKNOWN, mode, True, seconds))
                 else:
-                    fresh.append(_Pending(trace, target, start, source, mode))
+                    fresh.append(_Pending(trace, target, start, source, mode, seconds))
         if fresh and self._store is not None:
             found = self._lookup(fresh)
             for i, code in found.items():

@@ -203,7 +203,7 @@ def render_panel(panel: Panel, panel_id: int, x: int, y: int) -> dict[str, Any]:
                 "instant": panel.instant,
                 "format": "heatmap"
                 if panel.heatmap_format
-                else ("table" if panel.kind == "table" else "time_series"),
+                else ("table" if panel.kind in ("table", "nodeGraph") else "time_series"),
                 "editorMode": "code",
             }
         )

@@ -1,4 +1,5 @@
-"""The multi-agent dashboard: handoffs, efficiency, hops, loops, tokens and cost (§0, §11)."""
+"""The multi-agent dashboard: handoffs, efficiency, hops, loops, tokens and cost (§0, §11), and the
+agent topology as a Node Graph (§15)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from promql import (
     RI,
     TOKENS,
     cost,
+    graph_edges,
+    graph_nodes,
     handoff_share,
     histogram_quantile,
     zero_if_none,
@@ -89,6 +92,35 @@ MULTI_AGENT: Final = Dashboard(
             height=4,
             min=0,
             max=1,
+        ),
+        Panel(
+            "nodeGraph",
+            "Agent topology",
+            "Agents (circles, with their calls over the time range) and the "
+            "handoffs between them (arrows, with their count), from the collector's service graph "
+            "series (traces_service_graph_request_total{client, server}: client = source agent, "
+            "server = target agent). Grafana's Tempo data source draws the same graph with its "
+            "failure and latency stats when its service graph setting names this Prometheus "
+            "(provisioning/datasources/reach-otel.yml). The collector's own view: /ui/topology.",
+            [(graph_nodes(), "nodes"), (graph_edges(), "edges")],
+            "short",
+            width=24,
+            height=10,
+            instant=True,
+            extra={
+                "options": {"nodes": {}, "edges": {}},
+                # Each table query's value column ("Value #A", "Value #B") is the node's or
+                # edge's main stat; the label columns Node Graph does not read are dropped.
+                "transformations": [
+                    {
+                        "id": "organize",
+                        "options": {
+                            "excludeByName": {"Time": True, "agent": True, "client": True, "server": True},
+                            "renameByName": {"Value #A": "mainstat", "Value #B": "mainstat"},
+                        },
+                    }
+                ],
+            },
         ),
         Panel(
             "timeseries",

@@ -20,6 +20,9 @@ HANDOFFS: Final = "reach_handoffs_total"
 LOOPS: Final = "reach_loops_detected_total"
 LOOPED: Final = "reach_requests_looped_total"
 HOPS: Final = "reach_request_hops"
+# Grafana's service graph series (collector/service_graph.py): client = source agent, server = target.
+GRAPH_TOTAL: Final = "traces_service_graph_request_total"
+GRAPH_FAILED: Final = "traces_service_graph_request_failed_total"
 AGENT_SEL: Final = 'operation="invoke_agent", agent=~"$agent"'
 RI: Final = "[$__rate_interval]"
 RANGE: Final = "[$__range]"
@@ -75,3 +78,24 @@ def cost(by: str) -> str:
 
 def histogram_quantile(q: float, bucket: str) -> str:
     return f"histogram_quantile({q}, sum by (le) (rate({bucket}{RI})))"
+
+
+def _copy(expr: str, to: str, source: str) -> str:
+    """``expr`` with label ``to`` set to label ``source``'s value (``label_join`` of one label, with no
+    ``$1`` for Grafana to take for a variable)."""
+    return f'label_join({expr}, "{to}", "", "{source}")'
+
+
+def graph_edges() -> str:
+    """Handoffs per ``source → target`` over the range as Node Graph edges: ``id``, ``source`` and
+    ``target`` labels made from Grafana's service graph series (its value becomes ``mainstat``)."""
+    edges = f'sum by (client, server) (increase({GRAPH_TOTAL}{{client=~"$agent"}}{RANGE}))'
+    with_ends = _copy(_copy(edges, "source", "client"), "target", "server")
+    return f'label_join({with_ends}, "id", " → ", "client", "server")'
+
+
+def graph_nodes() -> str:
+    """Agent calls over the range as Node Graph nodes (``id`` and ``title`` = the agent), so an
+    agent that only hands off (never a target) is drawn too."""
+    calls = f"sum by (agent) (increase({CALLS}{{{AGENT_SEL}}}{RANGE}))"
+    return _copy(_copy(calls, "id", "agent"), "title", "agent")

@@ -6,7 +6,8 @@ spans. ``/metrics`` folds counters in per committed batch, and an LLM span usual
 exported — before the agent span around it, so its call, duration and tokens are held until its
 owner is known, then counted once (a counter only grows):
 
-- through the committed batch's own spans: the parent chain is walked as far as the batch has it;
+- through the committed batch's own spans: the parent chain is walked as far as the batch has it
+  (in Arrow, a step for all the batch's LLM spans at once);
 - a chain that leaves the batch waits, in a bounded map keyed by the span it needs (trace, span
   id), for that span's batch — ancestors end after their descendants, so they come later — and the
   walk goes on from there;
@@ -26,11 +27,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from reach_collector.ingest.batch_stats import DURATION_BUCKETS
@@ -38,68 +39,82 @@ from reach_collector.store.base import TraceStore
 
 from reach_otel import semconv as sc
 
-__all__ = ["LLMCall", "LLMOwners", "Owned"]
+__all__ = ["LLMCalls", "LLMOwners", "Owned"]
 
 log = logging.getLogger(__name__)
 
 MAX_DEPTH: Final = 64  # as the API's walk
 _LLM: Final = pa.array(sc.LLM_OPERATIONS, pa.string())
-_CALL_COLUMNS: Final = (
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "operation",
-    "status_code",
-    "start_ns",
-    "duration_ms",
-    "model",
-    "input_tokens",
-    "output_tokens",
-)
-_SPAN_COLUMNS: Final = ("trace_id", "span_id", "parent_span_id", "operation", "agent")
-_OWNER, _ROOT, _MISSING = 0, 1, 2
+_BOUNDS: Final = np.asarray(DURATION_BUCKETS)
+_SEP: Final = "/"  # between trace and span id in a span's key (neither has one)
+_NO_TEXT: Final = pa.scalar(None, pa.string())
 
 
-class LLMCall(NamedTuple):
-    """What ``/metrics`` counts of one LLM span (the fields of ``BatchStats.calls`` and ``tokens``)."""
+class LLMCalls(NamedTuple):
+    """LLM calls of one ``BatchStats.calls`` and ``tokens`` group (one span, for a held call)."""
 
     operation: str
     error: bool
     bucket: int  # index into DURATION_BUCKETS (bisect_left of the seconds)
-    seconds: float
+    n: int
+    seconds: float  # their durations summed
     model: str | None
     input_tokens: int
     output_tokens: int
 
 
-Owned = tuple[str | None, LLMCall]  # (agent, or None when it has none), the call
+Owned = tuple[str | None, LLMCalls]  # (agent, or None when it has none), the calls
 
 
 class _Pending:
-    __slots__ = ("call", "deadline", "done", "keyed", "looked", "sid", "start", "trace")
+    __slots__ = ("calls", "deadline", "done", "key", "keyed", "looked", "start")
 
-    def __init__(self, trace: str, sid: str, start: int, call: LLMCall) -> None:
-        self.trace, self.sid, self.start, self.call = trace, sid, start, call
+    def __init__(self, key: str, start: int, calls: LLMCalls) -> None:
+        self.key, self.start, self.calls = key, start, calls
         self.deadline = self.keyed = 0.0
         self.looked = self.done = False
 
 
-_Spans = dict[tuple[str, str], tuple[str | None, str | None]]  # (trace, span) → (parent, owner)
+class _Batch:
+    """The committed batch's spans as walk steps: key (trace/span) → parent's key, owner."""
+
+    def __init__(self, table: pa.Table) -> None:
+        trace = table.column("trace_id")
+        self.keys = pc.binary_join_element_wise(trace, table.column("span_id"), _SEP)
+        self.parents = pc.binary_join_element_wise(trace, table.column("parent_span_id"), _SEP)
+        is_agent = pc.fill_null(pc.equal(table.column("operation"), sc.OP_AGENT), False)
+        self.owners = pc.if_else(is_agent, table.column("agent"), _NO_TEXT)
+
+    def walk(self, starts: pa.Array) -> tuple[list[str | None], list[str | None]]:
+        """From each start key up: its owner (or None), and the key of the span the batch does
+        not have where the walk stopped (None: it reached a root, or an owner)."""
+        n = len(starts)
+        owners: list[str | None] = [None] * n
+        missing: list[str | None] = [None] * n
+        active, cur = np.arange(n), starts
+        for _ in range(MAX_DEPTH):
+            if not len(active):
+                break
+            idx = pc.index_in(cur, value_set=self.keys)
+            found = pc.is_valid(idx)
+            lost = pc.invert(found)
+            if pc.any(lost).as_py():
+                for i, key in zip(active[_np(lost)], pc.filter(cur, lost).to_pylist(), strict=True):
+                    missing[i] = key  # None: past a root
+            idx = pc.filter(idx, found)
+            active = active[_np(found)]
+            owner = pc.take(self.owners, idx)
+            owned = pc.is_valid(owner)
+            if pc.any(owned).as_py():
+                for i, name in zip(active[_np(owned)], pc.filter(owner, owned).to_pylist(), strict=True):
+                    owners[i] = name
+            up = pc.invert(owned)
+            active, cur = active[_np(up)], pc.take(self.parents, pc.filter(idx, up))
+        return owners, missing
 
 
-def _walk(trace: str, sid: str | None, spans: _Spans) -> tuple[int, str | None]:
-    """From span ``sid`` up: (_OWNER, agent), (_ROOT, None) or (_MISSING, the span not in ``spans``)."""
-    for _ in range(MAX_DEPTH):
-        if sid is None:
-            return _ROOT, None
-        found = spans.get((trace, sid))
-        if found is None:
-            return _MISSING, sid
-        parent, owner = found
-        if owner is not None:
-            return _OWNER, owner
-        sid = parent
-    return _ROOT, None
+def _np(mask: Any) -> np.ndarray[Any, Any]:
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class LLMOwners:
@@ -120,7 +135,7 @@ class LLMOwners:
         self._lookup_after = lookup_after_s
         self._max = max_pending
         self._lock = threading.Lock()
-        self._waiting: dict[str, dict[str, list[_Pending]]] = {}  # trace → span needed → walks
+        self._waiting: dict[str, list[_Pending]] = {}  # key of the span needed → walks
         self._order: deque[_Pending] = deque()  # arrival order = deadline order
         self._moved: deque[_Pending] = deque()  # (re)keying order: lookup candidates
         self._last_lookup = float("-inf")
@@ -133,28 +148,34 @@ class LLMOwners:
     def observe(self, table: pa.Table) -> list[Owned]:
         """One committed batch (store.schema columns): the LLM calls without an agent attribute
         whose owner is now known — from this batch, or held from earlier ones."""
-        fresh = _unowned(table)
+        mask = pc.and_(pc.is_in(table.column("operation"), value_set=_LLM), pc.is_null(table.column("agent")))
+        fresh = pc.any(mask).as_py()
         with self._lock:
-            waiting = list(self._waiting) if self._live else []
-        interest = {p.trace for p, _ in fresh}.union(waiting)
-        spans = _spans(table, interest) if interest else {}
+            awaited = list(self._waiting) if self._live else []
         out: list[Owned] = []
+        held: list[_Pending] = []
+        arrived: dict[str, tuple[str | None, str | None]] = {}
+        if fresh or awaited:
+            batch = _Batch(table)
+            if fresh:
+                held = self._fresh(table.filter(mask), batch, out)
+            if awaited:
+                present = pc.is_in(batch.keys, value_set=pa.array(awaited, pa.string()))
+                keys = pc.unique(pc.filter(batch.keys, present))
+                if len(keys):
+                    owners, missing = batch.walk(keys)
+                    arrived = dict(zip(keys.to_pylist(), zip(owners, missing, strict=True), strict=True))
         with self._lock:
             now = self._clock()
-            if self._live:
-                self._match(spans, now, out)
-            for p, parent in fresh:
-                state, value = _walk(p.trace, parent, spans)
-                if state == _MISSING:
-                    assert value is not None
-                    p.deadline = now + self._timeout
-                    self._order.append(p)
-                    self._live += 1
-                    self._key(p, value, now)
-                else:
-                    out.append((value, p.call))
+            for key, (owner, stop) in arrived.items():
+                self._arrived(key, owner, stop, now, out)
+            for p in held:
+                p.deadline = now + self._timeout
+                self._order.append(p)
+                self._live += 1
+                self._key(p, p.key, now)
             while self._live > self._max:
-                out.append((None, self._take(self._oldest()).call))
+                out.append((None, self._take(self._oldest()).calls))
             due = self._take_due(now)
             expired = self._take_expired(now)
         if due:
@@ -168,21 +189,50 @@ class LLMOwners:
             expired = self._take_expired(self._clock())
         return self._settle_expired(expired)
 
+    def _fresh(self, rows: pa.Table, batch: _Batch, out: list[Owned]) -> list[_Pending]:
+        """The batch's own LLM spans without an agent: those it has the owner (or root) of are
+        added to ``out`` by group; the others are returned, to be held."""
+        owners, missing = batch.walk(
+            pc.binary_join_element_wise(rows["trace_id"], rows["parent_span_id"], _SEP)
+        )
+        seconds = rows["duration_ms"].to_numpy() / 1000.0
+        buckets = np.searchsorted(_BOUNDS, seconds, side="left").tolist()
+        groups: dict[tuple[Any, ...], list[Any]] = {}
+        held: list[_Pending] = []
+        starts: list[int] = rows["start_ns"].to_pylist() if any(k is not None for k in missing) else []
+        names = ("operation", "status_code", "model", "input_tokens", "output_tokens")
+        for i, (op, code, model, tin, tout) in enumerate(
+            zip(*(rows[c].to_pylist() for c in names), strict=True)
+        ):
+            key = missing[i]
+            if key is not None:
+                calls = LLMCalls(op, code == 2, buckets[i], 1, float(seconds[i]), model, tin or 0, tout or 0)
+                held.append(_Pending(key, starts[i], calls))
+                continue
+            group = groups.get(gkey := (owners[i], op, code == 2, buckets[i], model))
+            if group is None:
+                groups[gkey] = [1, float(seconds[i]), tin or 0, tout or 0]
+            else:
+                group[0] += 1
+                group[1] += float(seconds[i])
+                group[2] += tin or 0
+                group[3] += tout or 0
+        for (owner, op, err, bucket, model), (n, total, tin, tout) in groups.items():
+            out.append((owner, LLMCalls(op, err, bucket, n, total, model, tin, tout)))
+        return held
+
     # --- under the lock ---------------------------------------------------------------------------
-    def _key(self, p: _Pending, sid: str, now: float, looked: bool = False) -> None:
-        p.sid, p.keyed, p.looked = sid, now, looked
-        self._waiting.setdefault(p.trace, {}).setdefault(sid, []).append(p)
+    def _key(self, p: _Pending, key: str, now: float, looked: bool = False) -> None:
+        p.key, p.keyed, p.looked = key, now, looked
+        self._waiting.setdefault(key, []).append(p)
         if not looked and self._store is not None:
             self._moved.append(p)
 
     def _unkey(self, p: _Pending) -> None:
-        by_span = self._waiting[p.trace]
-        walks = by_span[p.sid]
+        walks = self._waiting[p.key]
         walks.remove(p)
         if not walks:
-            del by_span[p.sid]
-            if not by_span:
-                del self._waiting[p.trace]
+            del self._waiting[p.key]
 
     def _take(self, p: _Pending) -> _Pending:
         self._unkey(p)
@@ -196,21 +246,16 @@ class LLMOwners:
             if not p.done:
                 return p
 
-    def _match(self, spans: _Spans, now: float, out: list[Owned]) -> None:
-        """Walks waiting for a span this batch has: go on from it."""
-        for trace, sid in spans:
-            by_span = self._waiting.get(trace)
-            walks = by_span.get(sid) if by_span is not None else None
-            if not walks:
-                continue
-            state, value = _walk(trace, sid, spans)
-            for p in list(walks):
-                if state == _MISSING:
-                    assert value is not None
-                    self._unkey(p)
-                    self._key(p, value, now)
-                else:
-                    out.append((value, self._take(p).call))
+    def _arrived(
+        self, key: str, owner: str | None, missing: str | None, now: float, out: list[Owned]
+    ) -> None:
+        """The span ``key`` walks waited for is in this batch: they end, or wait further up."""
+        for p in list(self._waiting.get(key, ())):
+            if missing is not None:
+                self._unkey(p)
+                self._key(p, missing, now)
+            else:
+                out.append((owner, self._take(p).calls))
 
     def _take_due(self, now: float) -> list[_Pending]:
         """Walks unmoved for ``lookup_after_s`` and not looked up since, at most once per interval."""
@@ -243,27 +288,22 @@ class LLMOwners:
             for i, p in enumerate(due):
                 if p.done or i not in found:
                     continue  # settled meanwhile (expired at a scrape), or the query failed
-                state, value = found[i]
-                if state == _MISSING:
-                    assert value is not None
-                    if value != p.sid:
-                        self._unkey(p)
-                        self._key(p, value, now, looked=True)  # the rest of the chain is yet to come
-                else:
-                    out.append((value, self._take(p).call))
+                owner, missing = found[i]
+                if missing is None:
+                    out.append((owner, self._take(p).calls))
+                elif missing != p.key:
+                    self._unkey(p)
+                    self._key(p, missing, now, looked=True)  # the rest of the chain is yet to come
 
     def _settle_expired(self, expired: list[_Pending]) -> list[Owned]:
         if not expired:
             return []
         found = self._lookup(expired) if self._store is not None else {}
-        out: list[Owned] = []
-        for i, p in enumerate(expired):
-            state, value = found.get(i, (_ROOT, None))
-            out.append((value if state == _OWNER else None, p.call))
-        return out
+        return [(found.get(i, (None, None))[0], p.calls) for i, p in enumerate(expired)]
 
-    def _lookup(self, walks: Sequence[_Pending]) -> dict[int, tuple[int, str | None]]:
-        """Index → the walk's end through the stored spans (a failed query finds nothing)."""
+    def _lookup(self, walks: Sequence[_Pending]) -> dict[int, tuple[str | None, str | None]]:
+        """Index → (owner, key of the span still missing) through the stored spans; a failed query
+        finds nothing."""
         if self._store is None or not walks:
             return {}
         try:
@@ -271,18 +311,17 @@ class LLMOwners:
         except Exception:  # /metrics must never stop ingest or a scrape
             log.exception("LLM owner lookup failed")
             return {}
-        out: dict[int, tuple[int, str | None]] = {}
-        for i, sid, owner, depth in rows:
-            if owner is not None:
-                out[int(i)] = (_OWNER, str(owner))
-            elif sid is None or depth >= MAX_DEPTH:
-                out[int(i)] = (_ROOT, None)
+        out: dict[int, tuple[str | None, str | None]] = {}
+        for i, trace, sid, owner, depth in rows:
+            if owner is not None or sid is None or depth >= MAX_DEPTH:
+                out[int(i)] = (None if owner is None else str(owner), None)
             else:
-                out[int(i)] = (_MISSING, str(sid))
+                out[int(i)] = (None, f"{trace}{_SEP}{sid}")
         return out
 
     def _query(self, walks: Sequence[_Pending]) -> list[tuple[Any, ...]]:
         assert self._store is not None
+        ids = [p.key.partition(_SEP) for p in walks]
         rows: list[tuple[Any, ...]] = self._store.query(
             "WITH RECURSIVE q AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::VARCHAR[]) AS trace_id,"
             " unnest(?::VARCHAR[]) AS sid),"
@@ -293,44 +332,15 @@ class LLMOwners:
             "  FROM walk w JOIN spans s ON s.trace_id = w.trace_id AND s.span_id = w.sid"
             # An ancestor ends after its descendant starts (or not long before): zone maps skip the rest.
             "  WHERE w.owner IS NULL AND w.sid IS NOT NULL AND w.depth < ? AND s.end_ns >= ?)"
-            " SELECT i, sid, owner, depth FROM walk"
+            " SELECT i, trace_id, sid, owner, depth FROM walk"
             " QUALIFY row_number() OVER (PARTITION BY i ORDER BY depth DESC, owner NULLS LAST) = 1",
             [
                 list(range(len(walks))),
-                [p.trace for p in walks],
-                [p.sid for p in walks],
+                [trace for trace, _, _ in ids],
+                [sid for _, _, sid in ids],
                 sc.OP_AGENT,
                 MAX_DEPTH,
                 min(p.start for p in walks) - int(self._timeout * 1e9),
             ],
         )
         return rows
-
-
-def _unowned(table: pa.Table) -> list[tuple[_Pending, str | None]]:
-    """The batch's LLM spans without an agent, each with the parent its walk starts from."""
-    op = table.column("operation")
-    mask = pc.and_(pc.is_in(op, value_set=_LLM), pc.is_null(table.column("agent")))
-    if not pc.any(pc.fill_null(mask, False)).as_py():
-        return []
-    rows = table.filter(pc.fill_null(mask, False)).select(list(_CALL_COLUMNS))
-    out = []
-    for trace, sid, parent, oper, code, start, ms, model, tin, tout in zip(
-        *(c.to_pylist() for c in rows.columns), strict=True
-    ):
-        seconds = ms / 1000.0
-        call = LLMCall(
-            oper, code == 2, bisect_left(DURATION_BUCKETS, seconds), seconds, model, tin or 0, tout or 0
-        )
-        out.append((_Pending(trace, sid, start, call), parent))
-    return out
-
-
-def _spans(table: pa.Table, traces: set[str]) -> _Spans:
-    """(trace, span) → (parent, the agent it is an agent span of) for the batch's spans in ``traces``."""
-    mask = pc.is_in(table.column("trace_id"), value_set=pa.array(list(traces), pa.string()))
-    rows = table.filter(mask).select(list(_SPAN_COLUMNS))
-    return {
-        (trace, sid): (parent, agent if op == sc.OP_AGENT else None)
-        for trace, sid, parent, op, agent in zip(*(c.to_pylist() for c in rows.columns), strict=True)
-    }

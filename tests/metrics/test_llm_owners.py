@@ -12,7 +12,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from reach_collector import metrics
 from reach_collector.exposition import Exposition
-from reach_collector.llm_owners import LLMCall, LLMOwners
+from reach_collector.llm_owners import LLMCalls, LLMOwners
 from reach_collector.store.duckdb_store import DuckDBStore
 
 from reach_otel import semconv as sc
@@ -77,13 +77,13 @@ def _chain(trace: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def _observe(owners: LLMOwners, store: Any, rows: list[dict[str, Any]]) -> list[tuple[str | None, LLMCall]]:
+def _observe(owners: LLMOwners, store: Any, rows: list[dict[str, Any]]) -> list[tuple[str | None, LLMCalls]]:
     batch = table(rows)
     write(store.inner, batch)  # committed first, as the writer does
     return owners.observe(batch)
 
 
-def _agents(owned: list[tuple[str | None, LLMCall]]) -> list[tuple[str | None, int, bool]]:
+def _agents(owned: list[tuple[str | None, LLMCalls]]) -> list[tuple[str | None, int, bool]]:
     return sorted(((agent, call.input_tokens, call.error) for agent, call in owned), key=repr)
 
 

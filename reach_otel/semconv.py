@@ -102,6 +102,8 @@ A2A_AGENT_NAME: Final = "a2a.agent.name"  # the AgentCard name: addressed (clien
 A2A_MESSAGE_SEND: Final = "message/send"
 A2A_MESSAGE_STREAM: Final = "message/stream"
 A2A_TASK_FAILED: Final = "task_failed"  # error.type of a request or agent run whose task ended failed
+RPC_SYSTEM: Final = "rpc.system"  # jsonrpc, when the A2A request came over JSON-RPC
+RPC_METHOD: Final = "rpc.method"  # the method as on the wire: SendMessage (A2A 1.0), message/send (0.3)
 
 # --- reach.* attributes --------------------------------------------------------------------------
 REACH_AGENT_NAME: Final = "reach.agent.name"  # the enclosing agent, on LLM and tool spans

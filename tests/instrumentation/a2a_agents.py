@@ -2,10 +2,10 @@
 
     python a2a_agents.py serve NAME PORT     # the agent NAME (its AgentCard name) on 127.0.0.1:PORT
 
-The server calls ``reach_otel.init()`` (spans to ``OTEL_EXPORTER_OTLP_ENDPOINT``) unless
-``A2A_TEST_INIT=0`` (then it is left to ``reach-otel run``). ``A2A_PEERS`` names the other agents
-(``triage=http://127.0.0.1:P,billing=...``); ``A2A_TEST_EXPLODE=1`` makes the instrumentation's
-extractors raise, to show the agents answer the same.
+The server calls ``reach_otel.init()`` (spans to ``OTEL_EXPORTER_OTLP_ENDPOINT``). ``A2A_PEERS``
+names the other agents (``triage=http://127.0.0.1:P,billing=...``). ``A2A_TEST_EXPLODE=1`` makes
+the instrumentation's extractors raise, to show the agents answer the same; ``A2A_TEST_LEGACY=1``
+serves with the SDK's ``LegacyRequestHandler`` and speaks A2A 0.3 (clients take the compat transport).
 
 Words in the message steer the agent (the rest is the question):
 ``route=billing,triage`` — delegate to the first agent named, passing the rest of the route on;
@@ -181,7 +181,7 @@ class ScriptedAgent(AgentExecutor):
         return None
 
 
-def card(name: str, port: int) -> AgentCard:
+def card(name: str, port: int, version: str = "1.0") -> AgentCard:
     return AgentCard(
         name=name,
         description=f"the {name} test agent",
@@ -189,7 +189,7 @@ def card(name: str, port: int) -> AgentCard:
         capabilities=AgentCapabilities(streaming=True),
         supported_interfaces=[
             AgentInterface(
-                protocol_binding="JSONRPC", protocol_version="1.0", url=f"http://127.0.0.1:{port}/"
+                protocol_binding="JSONRPC", protocol_version=version, url=f"http://127.0.0.1:{port}/"
             )
         ],
         default_input_modes=["text/plain"],
@@ -198,14 +198,18 @@ def card(name: str, port: int) -> AgentCard:
     )
 
 
-def build_app(name: str, port: int) -> Any:
+def build_app(name: str, port: int, *, legacy: bool = False) -> Any:
+    """The agent's Starlette app; ``legacy``: the SDK's LegacyRequestHandler, speaking A2A 0.3."""
+    from a2a.server.request_handlers import LegacyRequestHandler
     from starlette.applications import Starlette
 
-    agent_card = card(name, port)
-    handler = DefaultRequestHandler(
+    agent_card = card(name, port, "0.3" if legacy else "1.0")
+    handler_class = LegacyRequestHandler if legacy else DefaultRequestHandler
+    handler = handler_class(
         agent_executor=ScriptedAgent(name), task_store=InMemoryTaskStore(), agent_card=agent_card
     )
-    return Starlette(routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")])
+    routes = create_jsonrpc_routes(handler, "/", enable_v0_3_compat=legacy)
+    return Starlette(routes=[*create_agent_card_routes(agent_card), *routes])
 
 
 def explode_extractors() -> None:
@@ -221,13 +225,13 @@ def explode_extractors() -> None:
 def serve(name: str, port: int) -> None:
     import uvicorn
 
-    if os.environ.get("A2A_TEST_INIT", "1") == "1":
-        import reach_otel
+    import reach_otel
 
-        reach_otel.init(service_name=f"{name.lower()}-agent")
+    reach_otel.init(service_name=f"{name.lower()}-agent")
     if os.environ.get("A2A_TEST_EXPLODE") == "1":
         explode_extractors()
-    uvicorn.run(build_app(name, port), host="127.0.0.1", port=port, log_level="warning")
+    legacy = os.environ.get("A2A_TEST_LEGACY") == "1"
+    uvicorn.run(build_app(name, port, legacy=legacy), host="127.0.0.1", port=port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE))
 import a2a_agents  # noqa: E402
 
 EXAMPLE = HERE.parents[1] / "examples" / "a2a_mesh"
-AGENTS = {"triage": "Triage", "billing": "Billing", "plain": "Plain", "broken": "Broken"}
+AGENTS = {"triage": "Triage", "billing": "Billing", "plain": "Plain", "broken": "Broken", "legacy": "Legacy"}
 KINDS = {1: "INTERNAL", 2: "SERVER", 3: "CLIENT"}
 SDK_SCOPE = "a2a-python-sdk"
 
@@ -99,6 +99,7 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
         extra = {
             "plain": {"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "httpx,starlette"},
             "broken": {"A2A_TEST_EXPLODE": "1"},
+            "legacy": {"A2A_TEST_LEGACY": "1"},
         }
         procs: dict[str, subprocess.Popen[bytes]] = {}
         try:
@@ -265,6 +266,8 @@ def test_one_trace_across_two_agent_processes(mesh: Mesh, caller: Recorder, stre
     assert triage_server["attributes"]["gen_ai.conversation.id"] == reply.context_id
     assert triage_server["attributes"]["a2a.agent.name"] == "Triage"
     assert triage_server["attributes"]["a2a.task.state"] == "completed"
+    assert triage_server["attributes"]["rpc.system"] == "jsonrpc"
+    assert triage_server["attributes"]["rpc.method"] == ("SendStreamingMessage" if stream else "SendMessage")
 
     triage = one(spans, "invoke_agent Triage")
     assert triage["parent"] == triage_server["span_id"]
@@ -388,6 +391,27 @@ def test_an_agent_that_raises_fails_the_handoff(mesh: Mesh, caller: Recorder, st
     spans = trace_spans(mesh.sink, hex_trace(handoff), has("invoke_agent Billing"))
     agent = one(spans, "invoke_agent Billing")
     assert agent["error"] and agent["attributes"]["error.type"] == "RuntimeError"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+def test_the_legacy_handler_and_the_0_3_protocol(mesh: Mesh, caller: Recorder, stream: bool) -> None:
+    """Legacy serves with LegacyRequestHandler and speaks A2A 0.3: the client takes the compat transport."""
+    method = "message/stream" if stream else "message/send"
+    reply = ask(mesh.urls["legacy"], "outcome=completed what is my balance", stream=stream)
+    assert (reply.state, reply.text) == ("completed", "echo: what is my balance")
+    handoff = caller.one("handoff Legacy")
+    client = caller.one(method)
+    assert handoff.attributes["reach.handoff.status"] == "committed"
+    assert client.attributes["a2a.task.id"] == reply.task_id
+    spans = trace_spans(mesh.sink, hex_trace(client), has(method, "invoke_agent Legacy", "chat fake-model"))
+    server = one(spans, method, "legacy-agent")
+    assert server["kind"] == "SERVER" and server["parent"] == hex_span(client)
+    assert server["attributes"]["rpc.method"] == method  # the 0.3 wire name: the compat transport sent it
+    assert server["attributes"]["a2a.task.id"] == reply.task_id
+    assert server["attributes"]["a2a.task.state"] == "completed"
+    agent = one(spans, "invoke_agent Legacy")
+    assert agent["parent"] == server["span_id"] and agent["attributes"]["reach.hop.count"] == 1
+    assert not [s for s in spans if s["scope"] == SDK_SCOPE or s["name"].startswith("POST")]
 
 
 def test_a_timeout_leaves_the_handoff_unknown(mesh: Mesh, caller: Recorder) -> None:

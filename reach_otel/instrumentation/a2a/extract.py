@@ -7,7 +7,7 @@ protocol's (``message/send``, ``tasks/get``...), whichever binding (JSON-RPC, RE
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -139,6 +139,15 @@ def result_attributes(found: Facts) -> Iterator[tuple[str, Any]]:
         yield sc.GEN_AI_CONVERSATION_ID, found.context_id
     if found.state:
         yield sc.A2A_TASK_STATE, found.state
+
+
+def wire_attributes(call_context: Any) -> Iterator[tuple[str, Any]]:
+    """``rpc.system`` / ``rpc.method`` of a server request that came over JSON-RPC (the method as sent)."""
+    state = getattr(call_context, "state", None)
+    method = state.get("method") if isinstance(state, Mapping) else None
+    if isinstance(method, str) and method:
+        yield sc.RPC_SYSTEM, "jsonrpc"
+        yield sc.RPC_METHOD, method
 
 
 def card_name(card: Any) -> str | None:

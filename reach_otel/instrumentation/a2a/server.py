@@ -51,6 +51,7 @@ def _start(
     params = args[0] if args else kwargs.get("params")
     call_context = args[1] if len(args) > 1 else kwargs.get("context")
     attrs = dict(extract.request_attributes(method, params))
+    attrs.update(extract.wire_attributes(call_context))
     name = extract.card_name(getattr(instance, "_agent_card", None))
     if name:
         attrs[sc.A2A_AGENT_NAME] = name

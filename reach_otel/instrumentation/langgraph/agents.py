@@ -103,31 +103,33 @@ def promote(node: Run) -> AgentInvocation | None:
     return agent
 
 
-def on_subgraph(graph: Run) -> None:
+def on_subgraph(graph: Run) -> AgentInvocation | None:
     """A run turned out to be a graph (its first node started): the node running it is an agent.
 
     A graph that a tool runs (an agent used as a tool) is an agent itself, under the tool's span.
+    Returns the agent made now, if any.
     """
     run = graph.parent
     while run is not None:
         if run.kind is Kind.TOOL:
-            start_agent(graph, graph.agent_name or graph.name, graph.start_ns)
-            return
+            return start_agent(graph, graph.name, graph.start_ns)
         if run.kind is Kind.NODE:
             if run.agent is None and not run.veto:
-                promote(run)
-            return
+                return promote(run)
+            return None
         run = run.parent
+    return None
 
 
-def on_model_call(run: Run) -> None:
-    """A chat model is called under ``run``: its node becomes an agent, unless an agent encloses it."""
+def on_model_call(run: Run) -> AgentInvocation | None:
+    """A chat model is called under ``run``: its node becomes an agent, unless an agent encloses it.
+    Returns the agent made now, if any."""
     node = run.node()
     if node is None or node.agent is not None or node.veto:
-        return
+        return None
     if node.parent is not None and node.parent.agent_run() is not None:
-        return  # a step of an enclosing agent (the model node of a react agent, say)
-    promote(node)
+        return None  # a step of an enclosing agent (the model node of a react agent, say)
+    return promote(node)
 
 
 def remember(scope: Scope | None, targets: list[str], source: AgentInvocation | None, reason: str) -> None:

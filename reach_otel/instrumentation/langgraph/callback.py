@@ -2,15 +2,28 @@
 handoff spans.
 
 LangGraph reports every graph, node task, model and tool run to the callback handlers of its
-config; the instrumentor adds this one to every run through LangChain's configure hook. A run's
-span is made current from its start to its end (each run starts and ends in one Context), so what
-the node's code calls — the OpenAI client, ``@reach_otel.tool`` functions — nests under it. Every
-step is guarded: the graph never sees our failures, except :class:`~reach_otel.HopLimitExceeded`
-when the application asked for it (``on_loop="raise"``).
+config; the instrumentor adds this one to every run through LangChain's configure hook. Spans are
+parented through the run tree, never through whatever context happens to be current. What a
+node's own code calls (the OpenAI client, ``@reach_otel.tool`` functions) nests under the right
+span because that span is made current where it cannot outlive its run:
+
+- under a sync callback manager, each node, model and tool run's span is current from its start to
+  its end (the two callbacks run in one Context);
+- under an async manager, chain and model runs end in a shielded copy of the Context, so nothing
+  attached at their start could be undone in the caller's: a span is attached only in a Context
+  that is the run's own — a task other than the one the caller awaits the graph in (LangGraph's
+  task for a node, the one it runs a node's function in) — and tool runs, which end where they
+  started, as under a sync manager;
+- when a node turns out to be an agent, its span is made current there too, for the rest of it.
+
+A graph root is never attached: the caller's Context is left as it was. Every step is guarded:
+the graph never sees our failures, except :class:`~reach_otel.HopLimitExceeded` when the
+application asked for it (``on_loop="raise"``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import sys
 import time
@@ -37,6 +50,38 @@ _OPENAI_INSTRUMENTATION = "reach_otel.instrumentation.openai"
 _OPENAI_PROVIDERS = frozenset({"openai", "azure.ai.openai"})
 #: Exceptions that end a run without it failing: LangGraph's control flow, a stream closed early.
 _FLOW = (GraphBubbleUp, GeneratorExit)
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
+
+
+def _async_dispatch(depth: int = 1) -> bool:
+    """True when an async callback manager called us (its dispatcher is a coroutine), whose end
+    callbacks then run in a copy of the Context; a sync manager calls start and end in one.
+
+    ``depth``: how many of our own frames lie between the event method and this call."""
+    frame: Any = sys._getframe(depth + 2)  # skip this, our frames and the event method's _guarded
+    for _ in range(3):
+        if frame is None:
+            return False
+        if frame.f_code.co_flags & _CO_COROUTINE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _current_task() -> object | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop running in this thread
+        return None
+
+
+def _may_attach(run: Run, asynchronous: bool) -> bool:
+    """Whether ``run``'s span may be made current here: always under a sync manager; under an async
+    one only in a task other than the caller's, whose Context is the run's own and ends with it."""
+    if not asynchronous:
+        return True
+    task = _current_task()
+    return task is not None and task is not run.root().task
 
 
 def _guarded(fn: F) -> F:
@@ -124,17 +169,22 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             return
         if parent.scope is None:  # the first node of a graph run inside a node: a subgraph
             parent.kind, parent.scope = Kind.GRAPH, Scope()
-            agents.on_subgraph(parent)
+            promoted = agents.on_subgraph(parent)
+            if promoted is not None and _may_attach(parent, _async_dispatch()):
+                otel_context.attach(promoted.ctx)  # this Context is the subgraph's own: it ends with it
         node = Run(Kind.NODE, str(name), parent.handler, parent, step=step, start_ns=time.time_ns())
+        scope = parent.scope
+        scope.last_step = max(scope.last_step, step)
         override = extract.agent_override(metadata)
         node.veto = override is False
         if isinstance(override, str):
             node.agent_name = override
-        agents.claim(node, parent.scope)  # type: ignore[arg-type]
+        agents.claim(node, scope)
         self._runs[run_id] = node
         if override is True or isinstance(override, str):
             agents.promote(node)
-        node.activate()
+        if _may_attach(node, _async_dispatch()):
+            node.activate()
 
     def _start_root(self, run_id: UUID, name: str, metadata: Mapping[str, Any] | None) -> None:
         handler = self._handler()
@@ -147,12 +197,11 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             if sc.GEN_AI_CONVERSATION_ID not in attrs:  # a session's id wins over the thread's
                 workflow.span.set_attribute(sc.GEN_AI_CONVERSATION_ID, thread)
         root = Run(Kind.ROOT, name, handler, own=workflow.ctx, inv=workflow, scope=Scope())
-        root.start_ns = time.time_ns()
+        root.start_ns, root.task = time.time_ns(), _current_task()
         lc_agent = extract.agent_name(metadata)
         if lc_agent:  # a create_agent graph: the whole run is that agent
             agents.start_agent(root, lc_agent, root.start_ns, parent=workflow.ctx)
-        self._runs[run_id] = root
-        root.activate()
+        self._runs[run_id] = root  # not attached: the caller's Context stays as it was
 
     @_guarded
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -254,8 +303,11 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
         if parent is None:
             return
+        attach = _may_attach(parent, _async_dispatch(2))
         if self.active:
-            agents.on_model_call(parent)
+            promoted = agents.on_model_call(parent)
+            if promoted is not None and attach:
+                otel_context.attach(promoted.ctx)  # the node's own Context: the rest of it runs as the agent
         run = Run(Kind.CHAT, "chat", parent.handler, parent)
         params = kwargs.get("invocation_params")
         model, provider, stream = extract.chat_request(serialized, metadata, params)
@@ -281,10 +333,11 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
                 if inv.capture:
                     inv.set_request_messages(extract.messages_of(messages))
         self._runs[run_id] = run
-        run.activate()
+        if attach:
+            run.activate()
 
     @_guarded
-    def on_llm_new_token(self, token: str, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._runs.get(run_id)
         if run is not None and isinstance(run.inv, LLMInvocation):
             run.inv.mark_first_chunk()

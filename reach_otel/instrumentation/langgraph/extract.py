@@ -37,7 +37,7 @@ _PROVIDERS = {
 
 def is_graph_root(metadata: Mapping[str, Any] | None) -> bool:
     """A chain run with no tracked parent is a graph invocation (the workflow) when LangGraph says so."""
-    return bool(metadata) and metadata.get("ls_integration") in GRAPH_INTEGRATIONS  # type: ignore[union-attr]
+    return metadata is not None and metadata.get("ls_integration") in GRAPH_INTEGRATIONS
 
 
 def node_step(name: str | None, tags: Sequence[str] | None, metadata: Mapping[str, Any] | None) -> int | None:

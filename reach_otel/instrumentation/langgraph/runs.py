@@ -75,6 +75,7 @@ class Run:
     handoff: Handoff | None = None  # the handoff into this node, open while it runs
     destination: str | None = None  # a handoff tool: the agent it transfers to
     pending_in: Scope | None = None  # a handoff tool: the scope its handoff waits in
+    task: object | None = None  # a root: the asyncio task the caller awaited it in, if any
 
     def ctx(self) -> otel_context.Context:
         """The context this run's children start in: the nearest span at or above it."""
@@ -84,6 +85,12 @@ class Run:
                 return run.own
             run = run.parent
         return otel_context.get_current()
+
+    def root(self) -> Run:
+        run = self
+        while run.parent is not None:
+            run = run.parent
+        return run
 
     def graph(self) -> Run | None:
         """The graph run this run is part of (itself for a graph run)."""

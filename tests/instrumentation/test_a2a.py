@@ -414,6 +414,47 @@ def test_the_legacy_handler_and_the_0_3_protocol(mesh: Mesh, caller: Recorder, s
     assert not [s for s in spans if s["scope"] == SDK_SCOPE or s["name"].startswith("POST")]
 
 
+def test_task_requests_are_spans_but_not_handoffs(mesh: Mesh, caller: Recorder) -> None:
+    from a2a.client import ClientConfig, create_client
+    from a2a.utils.errors import A2AError
+
+    url = mesh.urls["billing"]
+    reply = ask(url, "outcome=completed hello")
+
+    @reach_otel.agent(name="Desk")
+    async def follow_up() -> tuple[Any, BaseException | None]:
+        client = await create_client(url, ClientConfig(streaming=False))
+        refused: BaseException | None = None
+        try:
+            task = await client.get_task(a2a_pb2.GetTaskRequest(id=reply.task_id))
+            try:
+                await client.cancel_task(a2a_pb2.CancelTaskRequest(id=reply.task_id))
+            except A2AError as exc:  # a completed task cannot be canceled
+                refused = exc
+        finally:
+            await client.close()
+        return task, refused
+
+    task, refused = asyncio.run(follow_up())
+    assert task.id == reply.task_id and refused is not None
+    assert len(caller.named("handoff Billing")) == 1  # the message only
+    got = caller.one("tasks/get")
+    assert got.kind == SpanKind.CLIENT
+    assert got.attributes["a2a.task.id"] == reply.task_id
+    assert got.attributes["a2a.task.state"] == "completed"
+    assert got.attributes["gen_ai.conversation.id"] == reply.context_id
+    cancel = caller.one("tasks/cancel")
+    assert cancel.status.status_code == StatusCode.ERROR
+    assert cancel.attributes["error.type"] == f"{type(refused).__module__}.{type(refused).__qualname__}"
+    spans = trace_spans(mesh.sink, hex_trace(got), has("tasks/get", "tasks/cancel"))
+    server_get = one(spans, "tasks/get")
+    assert server_get["kind"] == "SERVER" and server_get["parent"] == hex_span(got)
+    assert server_get["attributes"]["a2a.task.state"] == "completed"
+    server_cancel = one(spans, "tasks/cancel")
+    assert server_cancel["parent"] == hex_span(cancel) and server_cancel["error"]
+    assert not named(spans, "invoke_agent Billing")  # no agent work for a task request
+
+
 def test_a_timeout_leaves_the_handoff_unknown(mesh: Mesh, caller: Recorder) -> None:
     with pytest.raises(A2AClientTimeoutError):
         ask(mesh.urls["billing"], "outcome=slow take your time", timeout=0.5)

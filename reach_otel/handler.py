@@ -2,7 +2,9 @@
 
 Decorators, context managers and the auto-instrumentations all go through ``start_*`` here, which
 builds the §3 attributes, keeps hop state per trace and returns an
-:class:`~reach_otel.invocations.Invocation` that the caller activates and ends.
+:class:`~reach_otel.invocations.Invocation` that the caller activates and ends. Under
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (``_shape``) it adds what the newest
+conventions ask for: the caller of a remote agent call, and the transfer on a tool that hands off.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import SpanKind, TracerProvider
 
+from reach_otel import _shape
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import logger, safe
@@ -39,6 +42,9 @@ from reach_otel.redact import Redactor, to_json
 _AGENT_KEY = otel_context.create_key("reach_otel.agent")
 _LLM_KEY = otel_context.create_key("reach_otel.llm")
 _SESSION_KEY = otel_context.create_key("reach_otel.session")
+# Newest shape only: the nearest agent or workflow, (gen_ai.caller.type, name), and the tool running.
+_CALLER_KEY = otel_context.create_key("reach_otel.caller")
+_TOOL_KEY = otel_context.create_key("reach_otel.tool")
 
 INSTRUMENTATION_NAME = "reach_otel"
 
@@ -100,6 +106,40 @@ def _session_attributes(session: SessionInfo | None, attrs: dict[str, Any]) -> N
         attrs.setdefault(sc.REACH_TASK_ID, session.task_id)
 
 
+def _caller_attributes(ctx: otel_context.Context, attrs: dict[str, Any]) -> None:
+    """``gen_ai.caller.*`` of a remote agent call: the nearest agent or workflow this one runs in."""
+    caller = ctx.get(_CALLER_KEY)
+    if isinstance(caller, tuple):
+        kind, name = caller
+    elif (agent := current_agent(ctx)) is not None:
+        kind, name = sc.CALLER_AGENT, agent.name
+    else:
+        return
+    attrs[sc.GEN_AI_CALLER_TYPE] = kind
+    attrs[sc.GEN_AI_CALLER_NAME] = name
+
+
+def _transfer_tool(ctx: otel_context.Context, tool: ToolInvocation | None) -> ToolInvocation | None:
+    """The tool a handoff is made through: the one given, else ours when it is the current span."""
+    if tool is None:
+        found = ctx.get(_TOOL_KEY)
+        if isinstance(found, ToolInvocation) and trace.get_current_span(ctx) is found.span:
+            tool = found
+    return tool if tool is not None and tool.span.is_recording() else None
+
+
+def _mark_transfer(tool: ToolInvocation, source: str, target: str, transfer: str) -> None:
+    """The gen_ai.execute_tool.transfer.internal refinement, on the tool span that handed off."""
+    attrs: dict[str, Any] = {
+        sc.GEN_AI_TRANSFER_MODE: transfer,
+        sc.GEN_AI_TRANSFER_TARGET_NAME: target,
+        sc.GEN_AI_TRANSFER_TARGET_TYPE: sc.TRANSFER_TARGET_AGENT,
+    }
+    if tool.agent is not None:  # the source agent; the tool's reach.agent.name says the same
+        attrs[sc.GEN_AI_AGENT_NAME] = source
+    tool.span.set_attributes(attrs)
+
+
 class TelemetryHandler:
     """Starts workflow, agent, LLM, tool and handoff spans with the §3 attributes."""
 
@@ -116,6 +156,7 @@ class TelemetryHandler:
         provider = tracer_provider or trace.get_tracer_provider()
         self.tracer = provider.get_tracer(INSTRUMENTATION_NAME, __version__)
         self.hops = hops or hf.HopRegistry()
+        _shape.latest()  # the shape is read once, here at init(), and holds for the process
 
     def content_json(self, value: Any) -> str:
         return to_json(value, self.redactor, self.settings.content_max_chars)
@@ -139,8 +180,14 @@ class TelemetryHandler:
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_WORKFLOW, sc.GEN_AI_WORKFLOW_NAME: name}
         _session_attributes(current_session(ctx), attrs)
         is_root = not trace.get_current_span(ctx).get_span_context().is_valid
+        # The newest conventions keep the workflow its own span, as v1.41.0 has it: invoke_workflow
+        # {gen_ai.workflow.name}, INTERNAL (semantic-conventions-genai model/gen-ai/spans.yaml,
+        # gen_ai.invoke_workflow.internal), so both shapes start it alike.
         span = self.tracer.start_span(sc.workflow_span_name(name), ctx, SpanKind.INTERNAL, attrs)
-        return WorkflowInvocation(self, span, trace.set_span_in_context(span, ctx), is_root)
+        inner = trace.set_span_in_context(span, ctx)
+        if _shape.latest():
+            inner = otel_context.set_value(_CALLER_KEY, (sc.CALLER_WORKFLOW, name), inner)
+        return WorkflowInvocation(self, span, inner, is_root)
 
     @safe
     def start_agent(
@@ -168,6 +215,9 @@ class TelemetryHandler:
             attrs[sc.GEN_AI_AGENT_DESCRIPTION] = description
         session = current_session(ctx)
         _session_attributes(session, attrs)
+        latest = _shape.latest()
+        if latest and kind == SpanKind.CLIENT:
+            _caller_attributes(ctx, attrs)
         parent = trace.get_current_span(ctx).get_span_context()
         state: hf.HopState | None = None
         if parent.is_valid:
@@ -184,6 +234,8 @@ class TelemetryHandler:
         inv.ctx = otel_context.set_value(_AGENT_KEY, inv, trace.set_span_in_context(span, ctx))
         if session is not None and ctx.get(_SESSION_KEY) is None:  # the caller's, from baggage
             inv.ctx = otel_context.set_value(_SESSION_KEY, session, inv.ctx)
+        if latest and kind != SpanKind.CLIENT:  # a remote call is not the caller of what it runs
+            inv.ctx = otel_context.set_value(_CALLER_KEY, (sc.CALLER_AGENT, name), inv.ctx)
         return inv
 
     # -- llm & tool ------------------------------------------------------------------------------
@@ -252,7 +304,10 @@ class TelemetryHandler:
         if session is not None:
             _session_attributes(session, attrs)  # type: ignore[arg-type]
         span = self.tracer.start_span(sc.tool_span_name(name), ctx, SpanKind.INTERNAL, attrs)
-        return ToolInvocation(self, span, trace.set_span_in_context(span, ctx), agent)  # type: ignore[arg-type]
+        inv = ToolInvocation(self, span, trace.set_span_in_context(span, ctx), agent)  # type: ignore[arg-type]
+        if _shape.latest():  # a handoff started while this tool runs is a transfer made through it
+            inv.ctx = otel_context.set_value(_TOOL_KEY, inv, inv.ctx)
+        return inv
 
     # -- handoff ---------------------------------------------------------------------------------
     def start_handoff(
@@ -266,13 +321,15 @@ class TelemetryHandler:
         handoff_id: str | None = None,
         idempotency_key: str | None = None,
         start_time: int | None = None,
+        tool: ToolInvocation | None = None,
     ) -> Handoff | None:
         """Open a handoff span; raises :class:`HopLimitExceeded` only when ``on_loop="raise"``.
 
         ``start_time`` (ns) dates it back to when the decision was made, for a framework that
-        reports it late."""
+        reports it late. ``tool`` is the tool that made it (default: the current span, when it is
+        one of our tools), which the newest shape marks as a transfer."""
         started = self._start_handoff(
-            source, target, reason, mode, task_id, handoff_id, idempotency_key, start_time
+            source, target, reason, mode, task_id, handoff_id, idempotency_key, start_time, tool
         )
         if started is None:
             return None
@@ -294,6 +351,7 @@ class TelemetryHandler:
         handoff_id: str | None,
         idempotency_key: str | None,
         start_time: int | None = None,
+        tool: ToolInvocation | None = None,
     ) -> tuple[Handoff, HopLimitExceeded | None] | None:
         ctx = otel_context.get_current()
         if suppressed(ctx):
@@ -332,6 +390,11 @@ class TelemetryHandler:
         _session_attributes(session, attrs)
         if task_id:
             attrs[sc.REACH_TASK_ID] = task_id
+        if _shape.latest():
+            attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = sc.TRANSFER_TARGET_AGENT
+            via = _transfer_tool(ctx, tool)
+            if via is not None:
+                _mark_transfer(via, source, target, transfer)
         span = self.tracer.start_span(
             sc.handoff_span_name(target), ctx, SpanKind.INTERNAL, attrs, start_time=start_time
         )
@@ -377,13 +440,20 @@ class TelemetryHandler:
         return Invocation(self, span, trace.set_span_in_context(span, ctx))
 
     @safe
-    def record_raised_handoff(self, exc: BaseException, target: str) -> None:
-        """Record the takeover handoff a raised handoff signal means, once per exception object."""
+    def record_raised_handoff(
+        self, exc: BaseException, target: str, raised_in: Invocation | None = None
+    ) -> None:
+        """Record the takeover handoff a raised handoff signal means, once per exception object.
+
+        ``raised_in`` is the span the signal was first raised in: a tool's is the tool that made it."""
         if getattr(exc, "_reach_otel_handoff", False):
             return
         with contextlib.suppress(Exception):
             exc._reach_otel_handoff = True  # type: ignore[attr-defined]
-        inv = self.start_handoff(None, target, mode="takeover", reason=f"raised {type(exc).__name__}")
+        tool = raised_in if isinstance(raised_in, ToolInvocation) else None
+        inv = self.start_handoff(
+            None, target, mode="takeover", reason=f"raised {type(exc).__name__}", tool=tool
+        )
         if inv is not None:
             inv.stop()
 

@@ -67,7 +67,7 @@ class Invocation:
             return
         target = handoff_target(exc)
         if target is not None:  # a declared handoff signal: control flow, not a failure
-            self.handler.record_raised_handoff(exc, target)
+            self.handler.record_raised_handoff(exc, target, self)
             self.stop()
             return
         self._ended = True

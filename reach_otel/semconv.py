@@ -1,6 +1,7 @@
 """Every span name, attribute key, event name and baggage key reach-otel writes or reads.
 
-GenAI keys follow the OpenTelemetry GenAI semantic conventions (v1.41.0); our own live under
+GenAI keys follow the OpenTelemetry GenAI semantic conventions (v1.41.0, or the newest under
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``: see ``_shape``); our own live under
 ``reach.*``. The collector imports this module too, so the two sides can never drift apart.
 """
 
@@ -58,6 +59,28 @@ GEN_AI_HANDOFF_FROM_AGENT: Final = "gen_ai.handoff.from_agent"
 GEN_AI_HANDOFF_TO_AGENT: Final = "gen_ai.handoff.to_agent"
 TRANSFER_PASS_CONTROL: Final = "pass_control"
 TRANSFER_RETURN_TO_CALLER: Final = "return_to_caller"
+
+# Cache tokens. v1.41.0, our default shape, names them cache_read / cache_creation
+# (open-telemetry/semantic-conventions docs/gen-ai/anthropic.md; semantic-conventions-genai
+# model/gen-ai/registry.yaml); the newest conventions rename cache_creation to cache_write
+# (semantic-conventions-genai docs/gen-ai/non-normative/migration.md, PR #440).
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+
+# --- the newest GenAI conventions only (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental) ---
+# From semantic-conventions-genai docs/gen-ai/non-normative/examples-agent-interactions.md and
+# model/gen-ai/spans.yaml. An invoke_agent CLIENT span names its immediate logical caller, an
+# agent or a workflow (the gen_ai.invoke_agent.caller.client refinement); a tool that transfers
+# control to another agent carries gen_ai.agent.name (the source) and gen_ai.transfer.mode,
+# .target.name and .target.type (the gen_ai.execute_tool.transfer.internal refinement; its span
+# keeps the fallback name ``execute_tool {tool}``, the target being known only after it starts).
+GEN_AI_CALLER_TYPE: Final = "gen_ai.caller.type"
+GEN_AI_CALLER_NAME: Final = "gen_ai.caller.name"
+CALLER_AGENT: Final = "agent"
+CALLER_WORKFLOW: Final = "workflow"
+GEN_AI_TRANSFER_TARGET_TYPE: Final = "gen_ai.transfer.target.type"
+TRANSFER_TARGET_AGENT: Final = "agent"
 
 # Content attributes: written only when content capture is on.
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"

@@ -45,9 +45,17 @@ log = logging.getLogger(__name__)
 
 MAX_DEPTH: Final = 64  # as the API's walk
 _LLM: Final = pa.array(sc.LLM_OPERATIONS, pa.string())
+_AGENT_OP: Final = pa.scalar(sc.OP_AGENT, pa.string())  # built once: a str argument costs ~0.1 ms a call
 _BOUNDS: Final = np.asarray(DURATION_BUCKETS)
-_SEP: Final = "/"  # between trace and span id in a span's key (neither has one)
-_NO_TEXT: Final = pa.scalar(None, pa.string())
+_CALL_COLUMNS: Final = (
+    "operation",
+    "status_code",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "start_ns",
+)
 
 
 class LLMCalls(NamedTuple):
@@ -64,56 +72,82 @@ class LLMCalls(NamedTuple):
 
 
 Owned = tuple[str | None, LLMCalls]  # (agent, or None when it has none), the calls
+_Key = tuple[str, str]  # (trace id, span id) of the span a walk needs
 
 
 class _Pending:
     __slots__ = ("calls", "deadline", "done", "key", "keyed", "looked", "start")
 
-    def __init__(self, key: str, start: int, calls: LLMCalls) -> None:
+    def __init__(self, key: _Key, start: int, calls: LLMCalls) -> None:
         self.key, self.start, self.calls = key, start, calls
         self.deadline = self.keyed = 0.0
         self.looked = self.done = False
 
 
 class _Batch:
-    """The committed batch's spans as walk steps: key (trace/span) → parent's key, owner."""
+    """The committed batch's spans as walk steps: each row's parent row (-1: not in the batch)
+    and whether it is an agent span with a name (an owner)."""
 
     def __init__(self, table: pa.Table) -> None:
-        trace = table.column("trace_id")
-        self.keys = pc.binary_join_element_wise(trace, table.column("span_id"), _SEP)
-        self.parents = pc.binary_join_element_wise(trace, table.column("parent_span_id"), _SEP)
-        is_agent = pc.fill_null(pc.equal(table.column("operation"), sc.OP_AGENT), False)
-        self.owners = pc.if_else(is_agent, table.column("agent"), _NO_TEXT)
+        self.trace = table.column("trace_id")
+        self.span = table.column("span_id")
+        self.parent = table.column("parent_span_id")
+        self.agent = table.column("agent")
+        self.up = _np_index(pc.index_in(self.parent, value_set=self.span))
+        child = np.flatnonzero(self.up >= 0)
+        if len(child):
+            # Span ids are looked up alone (cheap); a parent of another trace is no parent.
+            same = pc.equal(
+                pc.take(self.trace, pa.array(child)), pc.take(self.trace, pa.array(self.up[child]))
+            )
+            if not pc.all(same).as_py():
+                self.up = _exact_parents(self.trace, self.span, self.parent)
+        is_agent = pc.fill_null(pc.equal(table.column("operation"), _AGENT_OP), False)
+        self.is_owner = _np_bool(pc.and_(is_agent, pc.is_valid(self.agent)))
 
-    def walk(self, starts: pa.Array) -> tuple[list[str | None], list[str | None]]:
-        """From each start key up: its owner (or None), and the key of the span the batch does
-        not have where the walk stopped (None: it reached a root, or an owner)."""
-        n = len(starts)
-        owners: list[str | None] = [None] * n
-        missing: list[str | None] = [None] * n
-        active, cur = np.arange(n), starts
+    def walk(self, rows: np.ndarray[Any, Any]) -> tuple[list[str | None], list[_Key | None]]:
+        """From each row up (the row itself first): its owner (or None), and the span the walk
+        needs next and the batch does not have (None: it reached an owner, or a root)."""
+        n = len(rows)
+        owner_row = np.full(n, -1)
+        last_row = np.full(n, -1)  # the row whose parent is not in the batch
+        active, cur = np.arange(n), rows
         for _ in range(MAX_DEPTH):
+            owned = self.is_owner[cur]
+            owner_row[active[owned]] = cur[owned]
+            active, cur = active[~owned], cur[~owned]
+            nxt = self.up[cur]
+            gone = nxt < 0
+            last_row[active[gone]] = cur[gone]
+            active, cur = active[~gone], nxt[~gone]
             if not len(active):
                 break
-            idx = pc.index_in(cur, value_set=self.keys)
-            found = pc.is_valid(idx)
-            lost = pc.invert(found)
-            if pc.any(lost).as_py():
-                for i, key in zip(active[_np(lost)], pc.filter(cur, lost).to_pylist(), strict=True):
-                    missing[i] = key  # None: past a root
-            idx = pc.filter(idx, found)
-            active = active[_np(found)]
-            owner = pc.take(self.owners, idx)
-            owned = pc.is_valid(owner)
-            if pc.any(owned).as_py():
-                for i, name in zip(active[_np(owned)], pc.filter(owner, owned).to_pylist(), strict=True):
-                    owners[i] = name
-            up = pc.invert(owned)
-            active, cur = active[_np(up)], pc.take(self.parents, pc.filter(idx, up))
+        owners: list[str | None] = [None] * n
+        missing: list[_Key | None] = [None] * n
+        if (found := owner_row >= 0).any():
+            names = pc.take(self.agent, pa.array(owner_row[found])).to_pylist()
+            for i, name in zip(np.flatnonzero(found).tolist(), names, strict=True):
+                owners[i] = name
+        if (left := last_row >= 0).any():
+            at = pa.array(last_row[left])
+            traces, parents = pc.take(self.trace, at).to_pylist(), pc.take(self.parent, at).to_pylist()
+            for i, trace, parent in zip(np.flatnonzero(left).tolist(), traces, parents, strict=True):
+                if parent is not None:  # else past a root
+                    missing[i] = (trace, parent)
         return owners, missing
 
 
-def _np(mask: Any) -> np.ndarray[Any, Any]:
+def _exact_parents(trace: Any, span: Any, parent: Any) -> np.ndarray[Any, Any]:
+    """Parent rows by (trace, span id): for a batch where span ids repeat across traces."""
+    keys = pc.binary_join_element_wise(trace, span, "/")
+    return _np_index(pc.index_in(pc.binary_join_element_wise(trace, parent, "/"), value_set=keys))
+
+
+def _np_index(indices: Any) -> np.ndarray[Any, Any]:
+    return np.asarray(pc.fill_null(indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _np_bool(mask: Any) -> np.ndarray[Any, Any]:
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -135,7 +169,7 @@ class LLMOwners:
         self._lookup_after = lookup_after_s
         self._max = max_pending
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[_Pending]] = {}  # key of the span needed → walks
+        self._waiting: dict[_Key, list[_Pending]] = {}  # the span needed → walks
         self._order: deque[_Pending] = deque()  # arrival order = deadline order
         self._moved: deque[_Pending] = deque()  # (re)keying order: lookup candidates
         self._last_lookup = float("-inf")
@@ -154,17 +188,29 @@ class LLMOwners:
             awaited = list(self._waiting) if self._live else []
         out: list[Owned] = []
         held: list[_Pending] = []
-        arrived: dict[str, tuple[str | None, str | None]] = {}
+        arrived: dict[_Key, tuple[str | None, _Key | None]] = {}
         if fresh or awaited:
             batch = _Batch(table)
             if fresh:
-                held = self._fresh(table.filter(mask), batch, out)
+                rows = table.select(list(_CALL_COLUMNS)).filter(mask)
+                held = self._fresh(rows, np.flatnonzero(_np_bool(mask)), batch, out)
             if awaited:
-                present = pc.is_in(batch.keys, value_set=pa.array(awaited, pa.string()))
-                keys = pc.unique(pc.filter(batch.keys, present))
-                if len(keys):
-                    owners, missing = batch.walk(keys)
-                    arrived = dict(zip(keys.to_pylist(), zip(owners, missing, strict=True), strict=True))
+                sids = pa.array(list({sid for _, sid in awaited}), pa.string())
+                at = np.flatnonzero(_np_bool(pc.is_in(batch.span, value_set=sids)))
+                if len(at):
+                    keys = zip(
+                        pc.take(batch.trace, pa.array(at)).to_pylist(),
+                        pc.take(batch.span, pa.array(at)).to_pylist(),
+                        strict=True,
+                    )
+                    with self._lock:  # the rows with a span id some walk waits for, in its trace
+                        wanted = [
+                            (i, key) for i, key in zip(at.tolist(), keys, strict=True) if key in self._waiting
+                        ]
+                    if wanted:
+                        owners, missing = batch.walk(np.asarray([i for i, _ in wanted], dtype=np.int64))
+                        for (_, key), owner, stop in zip(wanted, owners, missing, strict=True):
+                            arrived[key] = (owner, stop)
         with self._lock:
             now = self._clock()
             for key, (owner, stop) in arrived.items():
@@ -189,18 +235,19 @@ class LLMOwners:
             expired = self._take_expired(self._clock())
         return self._settle_expired(expired)
 
-    def _fresh(self, rows: pa.Table, batch: _Batch, out: list[Owned]) -> list[_Pending]:
-        """The batch's own LLM spans without an agent: those it has the owner (or root) of are
-        added to ``out`` by group; the others are returned, to be held."""
-        owners, missing = batch.walk(
-            pc.binary_join_element_wise(rows["trace_id"], rows["parent_span_id"], _SEP)
-        )
+    def _fresh(
+        self, rows: pa.Table, where: np.ndarray[Any, Any], batch: _Batch, out: list[Owned]
+    ) -> list[_Pending]:
+        """The batch's own LLM spans without an agent (``rows``, at ``where`` in the batch): those
+        it has the owner (or root) of are added to ``out`` by group; the others are returned, to be
+        held."""
+        owners, missing = batch.walk(where)
         seconds = rows["duration_ms"].to_numpy() / 1000.0
         buckets = np.searchsorted(_BOUNDS, seconds, side="left").tolist()
         groups: dict[tuple[Any, ...], list[Any]] = {}
         held: list[_Pending] = []
         starts: list[int] = rows["start_ns"].to_pylist() if any(k is not None for k in missing) else []
-        names = ("operation", "status_code", "model", "input_tokens", "output_tokens")
+        names = _CALL_COLUMNS[:5]
         for i, (op, code, model, tin, tout) in enumerate(
             zip(*(rows[c].to_pylist() for c in names), strict=True)
         ):
@@ -222,7 +269,7 @@ class LLMOwners:
         return held
 
     # --- under the lock ---------------------------------------------------------------------------
-    def _key(self, p: _Pending, key: str, now: float, looked: bool = False) -> None:
+    def _key(self, p: _Pending, key: _Key, now: float, looked: bool = False) -> None:
         p.key, p.keyed, p.looked = key, now, looked
         self._waiting.setdefault(key, []).append(p)
         if not looked and self._store is not None:
@@ -247,7 +294,7 @@ class LLMOwners:
                 return p
 
     def _arrived(
-        self, key: str, owner: str | None, missing: str | None, now: float, out: list[Owned]
+        self, key: _Key, owner: str | None, missing: _Key | None, now: float, out: list[Owned]
     ) -> None:
         """The span ``key`` walks waited for is in this batch: they end, or wait further up."""
         for p in list(self._waiting.get(key, ())):
@@ -301,7 +348,7 @@ class LLMOwners:
         found = self._lookup(expired) if self._store is not None else {}
         return [(found.get(i, (None, None))[0], p.calls) for i, p in enumerate(expired)]
 
-    def _lookup(self, walks: Sequence[_Pending]) -> dict[int, tuple[str | None, str | None]]:
+    def _lookup(self, walks: Sequence[_Pending]) -> dict[int, tuple[str | None, _Key | None]]:
         """Index → (owner, key of the span still missing) through the stored spans; a failed query
         finds nothing."""
         if self._store is None or not walks:
@@ -311,17 +358,16 @@ class LLMOwners:
         except Exception:  # /metrics must never stop ingest or a scrape
             log.exception("LLM owner lookup failed")
             return {}
-        out: dict[int, tuple[str | None, str | None]] = {}
+        out: dict[int, tuple[str | None, _Key | None]] = {}
         for i, trace, sid, owner, depth in rows:
             if owner is not None or sid is None or depth >= MAX_DEPTH:
                 out[int(i)] = (None if owner is None else str(owner), None)
             else:
-                out[int(i)] = (None, f"{trace}{_SEP}{sid}")
+                out[int(i)] = (None, (str(trace), str(sid)))
         return out
 
     def _query(self, walks: Sequence[_Pending]) -> list[tuple[Any, ...]]:
         assert self._store is not None
-        ids = [p.key.partition(_SEP) for p in walks]
         rows: list[tuple[Any, ...]] = self._store.query(
             "WITH RECURSIVE q AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::VARCHAR[]) AS trace_id,"
             " unnest(?::VARCHAR[]) AS sid),"
@@ -336,8 +382,8 @@ class LLMOwners:
             " QUALIFY row_number() OVER (PARTITION BY i ORDER BY depth DESC, owner NULLS LAST) = 1",
             [
                 list(range(len(walks))),
-                [trace for trace, _, _ in ids],
-                [sid for _, _, sid in ids],
+                [p.key[0] for p in walks],
+                [p.key[1] for p in walks],
                 sc.OP_AGENT,
                 MAX_DEPTH,
                 min(p.start for p in walks) - int(self._timeout * 1e9),

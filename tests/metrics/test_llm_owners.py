@@ -224,3 +224,17 @@ def test_the_exposition_counts_them_under_the_agent_as_the_api_does(store: Any) 
     assert 'reach_agent_calls_total{agent="A",operation="chat",status="ok"} 1.0' in text
     assert 'reach_agent_cost_usd_total{agent="A",model="m"} 1.3e-05' in text
     assert 'agent="unknown"' not in text
+
+
+def test_a_span_id_of_another_trace_is_no_parent(store: Any) -> None:
+    owners = LLMOwners(store, Clock())
+    shared = new_span_id()  # the same span id in two traces of one batch (hostile, or a collision)
+    one, two = new_trace_id(), new_trace_id()
+    rows = [
+        span(one, operation=sc.OP_AGENT, span_id=shared, end_ns=NOW_NS, agent="Other"),
+        span(two, operation=sc.OP_AGENT, span_id=shared, end_ns=NOW_NS, agent="Mine"),
+        span(two, operation=sc.OP_CHAT, parent=shared, end_ns=NOW_NS, input_tokens=5),
+        span(new_trace_id(), operation=sc.OP_CHAT, parent=shared, end_ns=NOW_NS, input_tokens=6),
+    ]
+    assert _agents(_observe(owners, store, rows)) == [("Mine", 5, False)]
+    assert owners.pending == 1  # the third trace's parent is not in the batch

@@ -91,6 +91,15 @@ def test_alerts_page_lists_the_alert_acks_it_and_shows_deliveries(firing, page: 
     assert "delivered" in deliveries[0] and "alice" in deliveries[0]  # newest first
     assert "failed, will retry" in deliveries[1] and "HTTP 500" in deliveries[1]
 
+    # The alert links to the agent's failing traces, which the traces page then lists.
+    page.click(f"#alerts tr[data-fingerprint='{fp}'] a")
+    page.wait_for("document.body.dataset.ready === '/ui/traces'")
+    query = page.js("Object.fromEntries(new URLSearchParams(location.search))")
+    assert query["agent"] == AGENT and query["status"] == "error"
+    listed = set(page.each("#traces-body tr", "el.dataset.traceId"))
+    assert listed and listed == {t["trace_id"] for t in console.api("/api/traces", **query)["traces"]}
+    goto_ready(page, console.url + "/ui/alerts")
+
     page.click(f"button.ack[data-fingerprint='{fp}']")
     page.wait_for(
         f"document.querySelector(\"#alerts tr[data-fingerprint='{fp}']\")?.innerText.includes('acked by')"

@@ -9,6 +9,24 @@ import * as fmt from "../format.js";
 const STATES = ["all", "firing", "pending", "resolved"];
 const REFRESH_MS = 10000;
 
+/** The alert's failing traces in this console: its page's traces_url when the API gives one, else
+ * the agent's error traces from an hour before the alert became active. */
+function tracesLink(a) {
+  let href = null;
+  try {
+    const url = new URL(String(a.annotations?.traces_url ?? ""));
+    if (url.pathname === "/ui/traces") href = url.pathname + url.search;
+  } catch {
+    // none given, or not one of ours
+  }
+  const active = Date.parse(String(a.active_at ?? ""));
+  if (!href && a.labels?.agent && !Number.isNaN(active)) {
+    const since = new Date(active - 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
+    href = `/ui/traces?${new URLSearchParams({ agent: a.labels.agent, status: "error", since, limit: "50" })}`;
+  }
+  return href ? h("a", { href, class: "small", text: "failing traces →" }) : null;
+}
+
 function labels(obj) {
   return Object.entries(obj || {})
     .filter(([k]) => k !== "alertname" && k !== "severity")
@@ -63,7 +81,7 @@ export async function render(root, ctx) {
         "tr",
         { class: `st-${a.state}`, "data-fingerprint": String(a.fingerprint) },
         h("td", null, h("span", { class: `pill sev-${String(a.severity).toLowerCase()}`, text: String(a.severity ?? "") })),
-        h("td", null, h("div", { class: "alertname", text: String(a.alertname ?? "") }), h("div", { class: "muted small", text: String(a.annotations?.summary ?? "") })),
+        h("td", null, h("div", { class: "alertname", text: String(a.alertname ?? "") }), h("div", { class: "muted small", text: String(a.annotations?.summary ?? "") }), tracesLink(a)),
         h("td", null, labels(a.labels)),
         h("td", null, h("span", { class: `pill state-${a.state}`, text: String(a.state ?? "") })),
         h("td", { class: "nowrap", title: String(a.active_at ?? "") }, fmt.time(a.active_at)),

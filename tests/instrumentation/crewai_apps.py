@@ -10,6 +10,7 @@ is scripted by directives in the task texts (``[tool:NAME]``, ``[arg:KEY=VALUE]`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from urllib.parse import quote
 
 import reach_otel
 
-reach_otel.init(service_name="crewai-app", max_hops=5)
+reach_otel.init(service_name="crewai-app")
 
 import openai  # noqa: E402  (imported after init(), as an app would; instrumented either way)
 from crewai import LLM, Agent, Crew, Process, Task  # noqa: E402
@@ -136,6 +137,15 @@ def ping_pong_crew() -> Crew:
     return Crew(agents=[clerk, author], tasks=tasks, name="ping_pong_crew")
 
 
+def misdirected_crew() -> Crew:
+    """The Writer delegates to a coworker that does not exist, then to one whose model call fails."""
+    clerk = researcher()
+    author = writer(allow_delegation=True)
+    text = "Answer " + delegate("Nobody", "Do it") + delegate("Researcher", "Find it [error:400]")
+    task = Task(description=text, expected_output="an answer", agent=author)
+    return Crew(agents=[clerk, author], tasks=[task], name="misdirected_crew")
+
+
 def failing_crew() -> Crew:
     clerk = researcher()
     task = Task(description="Find it [error:400]", expected_output="facts", agent=clerk)
@@ -151,6 +161,16 @@ def kickoff(crew: Crew) -> dict[str, Any]:
         outcome = {"error": type(exc).__name__}
     outcome["traces"] = WORKFLOWS.trace_ids[before:]
     return outcome
+
+
+def asynchronous() -> dict[str, Any]:
+    """The billing crew through ``akickoff()`` (native async) and ``kickoff_async()`` (a thread)."""
+    before = len(WORKFLOWS.trace_ids)
+
+    async def both() -> list[str]:
+        return [(await billing_crew().akickoff()).raw, (await billing_crew().kickoff_async()).raw]
+
+    return {"results": asyncio.run(both()), "traces": WORKFLOWS.trace_ids[before:]}
 
 
 def exploding() -> dict[str, Any]:
@@ -189,7 +209,9 @@ SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
     "billing": lambda: kickoff(billing_crew()),
     "hierarchical": lambda: kickoff(hierarchical_crew()),
     "ping_pong": lambda: kickoff(ping_pong_crew()),
+    "misdirected": lambda: kickoff(misdirected_crew()),
     "failing": lambda: kickoff(failing_crew()),
+    "async": asynchronous,
     "exploding": exploding,
     "uninstrumented": uninstrumented,
 }

@@ -29,7 +29,16 @@ from reach_otel.instrumentation.crewai import extract
 from reach_otel.testing.fake_llm import FakeLLMServer
 
 APP = Path(__file__).with_name("crewai_apps.py")
-SCENARIOS = ("billing", "hierarchical", "ping_pong", "failing", "exploding", "uninstrumented")
+SCENARIOS = (
+    "billing",
+    "hierarchical",
+    "ping_pong",
+    "misdirected",
+    "failing",
+    "async",
+    "exploding",
+    "uninstrumented",
+)
 ON_CI = os.environ.get("CI", "").lower() in ("true", "1")
 
 Span = dict[str, Any]
@@ -55,23 +64,20 @@ def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorPro
         yield process
 
 
-@pytest.fixture(scope="module")
-def outcomes(
-    crewai_python: Path, collector: CollectorProcess, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Any]:
-    """Every scenario's outcome line, by name; ``"start"`` is what the app saw before any."""
-    work = tmp_path_factory.mktemp("crewai-app")
-    env = app_env()
-    env.update(
+def run_app(python: Path, collector: CollectorProcess, work: Path, *scenarios: str, **env: str) -> Any:
+    """Run the scenarios in one app process; their outcome lines by name (``"start"``: before any)."""
+    variables = app_env()
+    variables.update(
         OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
         OTEL_BSP_SCHEDULE_DELAY="200",
         CREWAI_STORAGE_DIR=str(work / "storage"),
         HOME=str(work),  # CrewAI keeps user data under the home folder
+        **env,
     )
     with FakeLLMServer() as llm:
         out = subprocess.run(
-            [str(crewai_python), str(APP), llm.openai_base_url, *SCENARIOS],
-            env=env,
+            [str(python), str(APP), llm.openai_base_url, *scenarios],
+            env=variables,
             cwd=work,
             capture_output=True,
             text=True,
@@ -80,8 +86,30 @@ def outcomes(
     assert out.returncode == 0, out.stderr[-4000:]
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     found = {line.get("scenario", "start"): line for line in lines}
-    assert set(found) == {"start", *SCENARIOS}, out.stdout[-2000:]
+    assert set(found) == {"start", *scenarios}, out.stdout[-2000:]
     return found
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    crewai_python: Path, collector: CollectorProcess, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The scenarios with reach_otel's defaults: content not captured, loops recorded only."""
+    return dict(run_app(crewai_python, collector, tmp_path_factory.mktemp("crewai-app"), *SCENARIOS))
+
+
+@pytest.fixture(scope="module")
+def strict(
+    crewai_python: Path, collector: CollectorProcess, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The billing crew with content captured and at most one handoff, raising past it."""
+    work = tmp_path_factory.mktemp("crewai-strict")
+    settings = {
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+        "REACH_OTEL_MAX_HOPS": "1",
+        "REACH_OTEL_ON_LOOP": "raise",
+    }
+    return dict(run_app(crewai_python, collector, work, "billing", **settings))
 
 
 def fetch(
@@ -250,6 +278,25 @@ def test_delegating_back_and_forth_across_tasks_is_a_detected_loop(
     assert event["attributes"][sc.REACH_LOOP_CYCLE] == ["Writer", "Researcher"]
 
 
+def test_a_handoff_to_no_such_coworker_is_rejected_and_to_a_failing_one_failed(
+    outcomes: dict[str, Any], collector: CollectorProcess
+) -> None:
+    assert "error" not in outcomes["misdirected"]  # CrewAI tells the model; the crew goes on
+    spans = one_trace(outcomes, collector, "misdirected", 7)
+    (nobody,) = named(spans, "handoff Nobody")
+    assert attr(nobody, sc.REACH_HANDOFF_STATUS) == "rejected"
+    assert not [s for s in spans if s["parent_span_id"] == nobody["span_id"]]
+    (failed,) = named(spans, "handoff Researcher")
+    assert attr(failed, sc.REACH_HANDOFF_STATUS) == "failed"
+    assert [attr(h, sc.REACH_HOP_COUNT) for h in (nobody, failed)] == [1, 2]
+    tries = [s for s in spans if s["parent_span_id"] == failed["span_id"]]  # CrewAI retries a failed agent
+    assert tries and {(s["name"], s["status"]["code"]) for s in tries} == {
+        ("invoke_agent Researcher", "ERROR")
+    }
+    (root,) = [s for s in spans if s["parent_span_id"] is None]
+    assert root["status"]["code"] != "ERROR"
+
+
 def test_a_failing_model_call_fails_its_chat_agent_and_workflow_spans(
     outcomes: dict[str, Any], collector: CollectorProcess
 ) -> None:
@@ -260,6 +307,19 @@ def test_a_failing_model_call_fails_its_chat_agent_and_workflow_spans(
         assert by_name[name]["status"]["code"] == "ERROR", name
         assert attr(by_name[name], sc.ERROR_TYPE) == "openai.BadRequestError", name
     assert parent(spans, by_name["chat fake-model"])["name"] == "invoke_agent Researcher"
+
+
+def test_async_kickoffs_are_one_whole_trace_each(
+    outcomes: dict[str, Any], collector: CollectorProcess
+) -> None:
+    done = outcomes["async"]
+    assert done["results"] == [outcomes["billing"]["result"]] * 2
+    assert len(done["traces"]) == 2
+    for trace_id in done["traces"]:
+        found = fetch(collector, trace_id, lambda t: len(t["spans"]) >= 19)
+        assert [r["name"] for r in found["roots"]] == ["invoke_workflow billing_crew"]
+        assert len(found["spans"]) == 19
+        assert len(named(found["spans"], "handoff Researcher")) == 2
 
 
 def test_an_exploding_extractor_does_not_change_the_crews_result(outcomes: dict[str, Any]) -> None:
@@ -282,6 +342,58 @@ def test_uninstrument_restores_crewai_and_instrument_brings_it_back(
     (trace_id,) = again["traces"]
     found = fetch(collector, trace_id, lambda t: len(named(t["spans"], "handoff Researcher")) == 2)
     assert len(named(found["spans"], "handoff Researcher")) == 2
+
+
+CONTENT = (
+    sc.GEN_AI_INPUT_MESSAGES,
+    sc.GEN_AI_OUTPUT_MESSAGES,
+    sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+    sc.GEN_AI_TOOL_CALL_RESULT,
+)
+
+
+def test_no_content_is_captured_by_default(billing: list[Span]) -> None:
+    assert [(s["name"], k) for s in billing for k in CONTENT if k in s["attributes"]] == []
+
+
+def test_with_capture_on_tools_agents_and_chats_carry_their_content(
+    strict: dict[str, Any], collector: CollectorProcess
+) -> None:
+    (trace_id,) = strict["billing"]["traces"]
+    spans = fetch(collector, trace_id, lambda t: any(s["name"].startswith("handoff") for s in t["spans"]))[
+        "spans"
+    ]
+    tool = next(s for s in spans if s["name"] == "execute_tool lookup_invoice")
+    arguments = json.loads(attr(tool, sc.GEN_AI_TOOL_CALL_ARGUMENTS))  # the fake model sends the prompt
+    assert list(arguments) == ["query"] and "Find invoice INV-7" in arguments["query"]
+    assert json.loads(attr(tool, sc.GEN_AI_TOOL_CALL_RESULT)) == "INV-7: 42 EUR, echo: INV-7 paid"
+    agent = next(s for s in spans if s["name"] == "invoke_agent Researcher")
+    (prompt,) = json.loads(attr(agent, sc.GEN_AI_INPUT_MESSAGES))
+    assert "Find invoice INV-7" in prompt["parts"][0]["content"]
+    (answer,) = json.loads(attr(agent, sc.GEN_AI_OUTPUT_MESSAGES))
+    assert answer["parts"][0]["content"] == "echo: INV-7: 42 EUR, echo: INV-7 paid"
+    chat = next(s for s in spans if s["name"] == "chat fake-model")
+    assert [m["role"] for m in json.loads(attr(chat, sc.GEN_AI_INPUT_MESSAGES))] == ["system", "user"]
+
+
+def test_past_max_hops_with_on_loop_raise_the_crew_stops_with_hop_limit_exceeded(
+    strict: dict[str, Any], collector: CollectorProcess
+) -> None:
+    assert strict["billing"]["error"] == "HopLimitExceeded"
+    (trace_id,) = strict["billing"]["traces"]
+    spans = fetch(collector, trace_id, lambda t: len(named(t["spans"], "handoff Researcher")) >= 2)["spans"]
+    first, *refused = named(spans, "handoff Researcher")
+    assert (attr(first, sc.REACH_HOP_COUNT), attr(first, sc.REACH_HANDOFF_STATUS)) == (1, "committed")
+    assert refused  # CrewAI retries the failed tool call before giving up: each is refused
+    for handoff in refused:
+        assert attr(handoff, sc.REACH_HOP_COUNT) > 1
+        assert attr(handoff, sc.REACH_HANDOFF_STATUS) == "rejected"
+        assert handoff["status"]["code"] == "ERROR"
+        assert sc.EVENT_HOP_LIMIT_EXCEEDED in [e["name"] for e in handoff["events"]]
+        assert not [s for s in spans if s["parent_span_id"] == handoff["span_id"]]  # no coworker ran
+    (root,) = [s for s in spans if s["parent_span_id"] is None]
+    assert root["status"]["code"] == "ERROR"
+    assert attr(root, sc.ERROR_TYPE) == "reach_otel.HopLimitExceeded"
 
 
 # -- pure extraction, in this environment -------------------------------------------------------------------

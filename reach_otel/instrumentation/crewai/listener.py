@@ -55,6 +55,7 @@ class _Open:
     inv: Invocation
     token: object  # the attach made in the emitting context at the start event
     name: str = ""
+    coworker_failed: bool = False  # a handoff's: how the latest run of its coworker ended
 
 
 @dataclass
@@ -73,26 +74,29 @@ class _Run:
             self.open[key] = _Open(inv, otel_context.attach(inv.ctx), name)
 
     def take(self, key: str) -> Invocation | None:
+        entry = self.take_entry(key)
+        return entry.inv if entry is not None else None
+
+    def take_entry(self, key: str) -> _Open | None:
         entry = self.open.pop(key, None)
-        if entry is None:
-            return None
-        _detach_if_current(entry.inv.ctx, entry.token)
-        return entry.inv
+        if entry is not None:
+            _detach_if_current(entry.inv.ctx, entry.token)
+        return entry
 
-    def take_tool(self, event: Any) -> Invocation | None:
+    def take_tool(self, event: Any) -> _Open | None:
         """The tool or handoff an end event closes: by its start event's id, else the last of its name."""
-        inv = self.take(f"tool:{event.started_event_id}")
-        if inv is None:
+        entry = self.take_entry(f"tool:{event.started_event_id}")
+        if entry is None:
             keys = [k for k, e in self.open.items() if k.startswith("tool:") and e.name == event.tool_name]
-            inv = self.take(keys[-1]) if keys else None
-        return inv
+            entry = self.take_entry(keys[-1]) if keys else None
+        return entry
 
-    def current_handoff(self) -> Handoff | None:
+    def current_handoff(self) -> _Open | None:
         """The open handoff whose span is current here: a coworker runs inside the delegation tool."""
         span = otel_trace.get_current_span()
         for entry in list(self.open.values()):
             if isinstance(entry.inv, Handoff) and entry.inv.span is span:
-                return entry.inv
+                return entry
         return None
 
     def finish(self, error: BaseException | None) -> None:
@@ -136,8 +140,8 @@ def _sink(source: Any, event: Any) -> None:
     """CrewAI calls this synchronously, in the emitting thread, for every event of the kickoff."""
     try:
         run = _current.get()
-        step = _STEPS.get(type(event)) if run is not None and not run.finished else None
-        if step is not None:
+        step = _STEPS.get(type(event))
+        if run is not None and step is not None and not run.finished:
             step(run, source, event)
     except HopLimitExceeded:  # the app asked for it: on_loop="raise"
         raise
@@ -159,9 +163,11 @@ def _agent_key(event: Any) -> str:
 @safe
 def _agent_started(run: _Run, source: Any, event: Any) -> None:
     handoff = run.current_handoff()
-    if handoff is not None and handoff.status == hf.CREATED:  # the coworker took the work on
-        handoff.transition("accept")
-        handoff.transition("start")
+    if handoff is not None and isinstance(handoff.inv, Handoff):
+        handoff.coworker_failed = False  # CrewAI runs a failed coworker again: each run is a new try
+        if handoff.inv.status == hf.CREATED:  # the coworker took the work on
+            handoff.inv.transition("accept")
+            handoff.inv.transition("start")
     name = extract.agent_name(event.agent)
     agent_id = getattr(event.agent, "id", None)
     inv = run.handler.start_agent(name, role=name, agent_id=str(agent_id) if agent_id else None)
@@ -182,6 +188,9 @@ def _agent_failed(run: _Run, source: Any, event: Any) -> None:
     inv = run.take(_agent_key(event))
     if inv is not None:
         inv.fail(*extract.reported_error(event.error))
+    handoff = run.current_handoff()  # unless CrewAI's next try succeeds, the handoff failed
+    if handoff is not None:
+        handoff.coworker_failed = True
 
 
 # -- tools and delegation ----------------------------------------------------------------------------------
@@ -224,11 +233,15 @@ def _opened(run: _Run, event: Any, inv: Invocation | None) -> None:
 
 @safe
 def _tool_finished(run: _Run, source: Any, event: Any) -> None:
-    inv = run.take_tool(event)
+    entry = run.take_tool(event)
+    inv = entry.inv if entry is not None else None
     failure = getattr(event, "failure", None)
-    if isinstance(inv, Handoff):
-        inv.transition("commit" if inv.status == hf.RUNNING else "reject")  # reject: no such coworker
-        inv.stop()
+    if entry is not None and isinstance(inv, Handoff):
+        if inv.status == hf.RUNNING:
+            inv.transition("fail" if entry.coworker_failed else "commit")
+        elif inv.status == hf.CREATED:  # no coworker took it on: CrewAI found none by that name
+            inv.transition("reject")
+        inv.stop()  # CrewAI gives the tool's caller an error text, not an exception, either way
     elif inv is not None and failure is not None:  # the tool ran and said it did not succeed
         message = str(getattr(failure, "message", "") or "tool failure")
         inv.fail(extract.CrewAIError(message[:1024]), extract.failure_type(failure))
@@ -238,7 +251,8 @@ def _tool_finished(run: _Run, source: Any, event: Any) -> None:
 
 @safe
 def _tool_failed(run: _Run, source: Any, event: Any) -> None:
-    inv = run.take_tool(event)
+    entry = run.take_tool(event)
+    inv = entry.inv if entry is not None else None
     if isinstance(inv, Handoff) and inv.status == hf.RUNNING:
         inv.transition("fail")
     if inv is not None:

@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
+from reach_otel import semconv as sc
+
 OPT_IN_ENV: Final = "OTEL_SEMCONV_STABILITY_OPT_IN"
 GEN_AI_LATEST_EXPERIMENTAL: Final = "gen_ai_latest_experimental"
 
@@ -41,3 +43,11 @@ def set_latest(value: bool | None) -> bool | None:
     global _latest
     previous, _latest = _latest, value
     return previous
+
+
+def cache_write_key() -> str:
+    """The key of input tokens written to a provider's cache: ``cache_creation`` in v1.41.0,
+    ``cache_write`` in the newest conventions (``semconv``); ``cache_read`` is the same in both."""
+    if latest():
+        return sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS
+    return sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS

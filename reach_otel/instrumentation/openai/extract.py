@@ -1,4 +1,10 @@
-"""Pure extractors for the OpenAI SDK: request kwargs, whole responses and stream chunks."""
+"""Pure extractors for the OpenAI SDK: request kwargs, whole responses and stream chunks.
+
+Cached input tokens (``usage.prompt_tokens_details.cached_tokens``, or the responses API's
+``usage.input_tokens_details.cached_tokens``) become ``gen_ai.usage.cache_read.input_tokens``, the
+same key in both shapes (semantic-conventions-genai ``model/gen-ai/spans.yaml``, the
+``openai.inference.client`` refinement); OpenAI's input tokens already include them.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +46,15 @@ def requested_tools(result: Any) -> list[str]:
     return names
 
 
+def cache_read(usage: Any) -> int | None:
+    """Input tokens served from OpenAI's prompt cache, when the usage reports some."""
+    details = _get(usage, "prompt_tokens_details")
+    if details is None:
+        details = _get(usage, "input_tokens_details")
+    cached = _get(details, "cached_tokens")
+    return cached if cached.__class__ is int and cached > 0 else None
+
+
 def _chat_completion(result: Any) -> dict[str, Any]:
     """The attributes of an SDK ``ChatCompletion``, read field by field (the common, hot case)."""
     attrs: dict[str, Any] = {sc.GEN_AI_RESPONSE_MODEL: result.model, sc.GEN_AI_RESPONSE_ID: result.id}
@@ -61,6 +76,9 @@ def _chat_completion(result: Any) -> dict[str, Any]:
     if usage is not None:
         attrs[sc.GEN_AI_USAGE_INPUT_TOKENS] = usage.prompt_tokens
         attrs[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.completion_tokens
+        cached = cache_read(usage)
+        if cached is not None:
+            attrs[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cached
     return attrs
 
 
@@ -72,6 +90,9 @@ def response_attributes(result: Any) -> Iterator[tuple[str, Any]]:
         except AttributeError:  # an unexpected shape: the general path below reads anything
             pass
     yield from llm_response_attributes(result)
+    cached = cache_read(_get(result, "usage"))
+    if cached is not None:
+        yield sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, cached
     tools = requested_tools(result)
     if tools:
         yield sc.REACH_LLM_TOOL_CALLS_REQUESTED, tools
@@ -93,6 +114,14 @@ class ChatAccumulator(StreamAccumulator):
     ``add`` runs once per chunk on the application's thread, so the common case — an SDK chunk
     object — reads its fields directly; dicts and responses API events take the general path.
     """
+
+    cache_read: int | None = None
+
+    def attributes(self) -> dict[str, Any]:
+        attrs = super().attributes()
+        if self.cache_read is not None:
+            attrs[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = self.cache_read
+        return attrs
 
     def add(self, chunk: Any) -> None:
         choices = getattr(chunk, "choices", None)
@@ -116,6 +145,7 @@ class ChatAccumulator(StreamAccumulator):
         usage = chunk.usage
         if usage is not None:
             self.input_tokens, self.output_tokens = usage.prompt_tokens, usage.completion_tokens
+            self.cache_read = cache_read(usage)
 
     def _tool_deltas(self, calls: Any) -> None:
         for call in calls:
@@ -147,12 +177,14 @@ class ChatAccumulator(StreamAccumulator):
         inp, out = usage_tokens(chunk)
         if inp is not None or out is not None:
             self.input_tokens, self.output_tokens = inp, out
+            self.cache_read = cache_read(_get(chunk, "usage"))
 
     def _whole(self, response: Any) -> None:
         self.model = _get(response, "model") or self.model
         self.response_id = _get(response, "id") or self.response_id
         self.reasons.extend(finish_reasons(response))
         self.input_tokens, self.output_tokens = usage_tokens(response)
+        self.cache_read = cache_read(_get(response, "usage"))
         for name in requested_tools(response):
             if name not in self.tools:
                 self.tools.append(name)

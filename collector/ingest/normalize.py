@@ -155,26 +155,40 @@ def _int32(value: int | None) -> int | None:
     return value if value is not None and -(2**31) <= value < 2**31 else None
 
 
-def _operation(get: _Get) -> tuple[str | None, bool]:
-    """The operation, and whether it came from ``openinference.span.kind`` (only such spans take
-    the OpenInference rules below)."""
+def _operation(get: _Get) -> str | None:
     op = get(sc.GEN_AI_OPERATION_NAME)
     if op.__class__ is str and op:
-        return op, False
+        return op
     kind = get(sc.TRACELOOP_SPAN_KIND)
     if kind.__class__ is str and kind in _TRACELOOP_KINDS:
-        return _TRACELOOP_KINDS[kind], False
+        return _TRACELOOP_KINDS[kind]
     request_type = get(TRACELOOP_REQUEST_TYPE)
     if request_type.__class__ is str and request_type in _TRACELOOP_REQUEST_TYPES:
-        return _TRACELOOP_REQUEST_TYPES[request_type], False
+        return _TRACELOOP_REQUEST_TYPES[request_type]
     oi_kind = get(sc.OPENINFERENCE_SPAN_KIND)
     if oi_kind.__class__ is str and oi_kind.upper() in _OPENINFERENCE_KINDS:
-        return _OPENINFERENCE_KINDS[oi_kind.upper()], True
+        return _OPENINFERENCE_KINDS[oi_kind.upper()]
     if any(get(key) is not None for key in _HANDOFF_HINTS):
-        return sc.OP_HANDOFF, False
+        return sc.OP_HANDOFF
     if get(sc.GEN_AI_SYSTEM) is not None or get(sc.GEN_AI_PROVIDER_NAME) is not None:
-        return sc.OP_CHAT, False
-    return None, False
+        return sc.OP_CHAT
+    return None
+
+
+def _from_openinference(get: _Get) -> bool:
+    """Whether ``_operation`` took the operation from ``openinference.span.kind`` (only such spans
+    take the OpenInference rules below); asked only where one of them may apply."""
+    op = get(sc.GEN_AI_OPERATION_NAME)
+    if op.__class__ is str and op:
+        return False
+    kind = get(sc.TRACELOOP_SPAN_KIND)
+    if kind.__class__ is str and kind in _TRACELOOP_KINDS:
+        return False
+    request_type = get(TRACELOOP_REQUEST_TYPE)
+    if request_type.__class__ is str and request_type in _TRACELOOP_REQUEST_TYPES:
+        return False
+    oi_kind = get(sc.OPENINFERENCE_SPAN_KIND)
+    return oi_kind.__class__ is str and oi_kind.upper() in _OPENINFERENCE_KINDS
 
 
 def _named(get: _Get, key: str) -> str | None:
@@ -227,10 +241,10 @@ def promote(
     if not (loop_event or error_from_event) and PROMOTED_KEYS.isdisjoint(attrs):
         return _NOTHING
     get = attrs.get
-    op, openinference = _operation(get)
+    op = _operation(get)
     tool = _str(get, _TOOL)
     target = None
-    if openinference and op == sc.OP_TOOL and tool is None and _is_handoff_name(name):
+    if op == sc.OP_TOOL and tool is None and _is_handoff_name(name) and _from_openinference(get):
         # The Agents SDK's handoff, which OpenInference records as a TOOL span with no tool name.
         op, handoff = sc.OP_HANDOFF, True
         agent = _named(get, sc.OPENINFERENCE_INPUT_VALUE)
@@ -239,7 +253,7 @@ def promote(
         handoff = op == sc.OP_HANDOFF
         if op == sc.OP_AGENT:
             agent = _str(get, _AGENT_SELF) or _str(get, _ENTITY)
-            if agent is None and openinference and name:
+            if agent is None and name and _from_openinference(get):
                 agent = name  # @tracer.agent(name=...): the span name is all there is
         elif handoff:
             agent = _str(get, _AGENT_HANDOFF)

@@ -3,7 +3,8 @@
     python crewai_apps.py BASE_URL SCENARIO...
 
 Plain CrewAI code: ``reach_otel.init()`` is the only line of ours, and it applies the CrewAI and
-OpenAI instrumentations by itself. Each scenario prints one JSON line: its name, the crew's result
+OpenAI instrumentations by itself; with ``CREWAI_APP_ZERO_CODE=1`` not even that (``reach-otel run``
+starts the app). Each scenario prints one JSON line: its name, the crew's result
 (or the exception's class), and the trace ids of the workflow spans its kickoffs produced. The model
 is scripted by directives in the task texts (``[tool:NAME]``, ``[arg:KEY=VALUE]``, ``[error:400]``).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -19,14 +21,16 @@ from urllib.parse import quote
 
 import reach_otel
 
-reach_otel.init(service_name="crewai-app")
+if os.environ.get("CREWAI_APP_ZERO_CODE") != "1":  # else started by reach-otel run: not one line of ours
+    reach_otel.init(service_name="crewai-app")
 
-import openai  # noqa: E402  (imported after init(), as an app would; instrumented either way)
-from crewai import LLM, Agent, Crew, Process, Task  # noqa: E402
-from crewai.hooks import InterceptionPoint, get_hooks  # noqa: E402
-from crewai.tools import tool  # noqa: E402
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor  # noqa: E402
+# Imported after init(), as an app would; instrumented either way (init() arms each on import).
+import openai
+from crewai import LLM, Agent, Crew, Process, Task
+from crewai.hooks import InterceptionPoint, get_hooks
+from crewai.tools import tool
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 BASE_URL = sys.argv[1]
 

@@ -64,8 +64,16 @@ def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorPro
         yield process
 
 
-def run_app(python: Path, collector: CollectorProcess, work: Path, *scenarios: str, **env: str) -> Any:
-    """Run the scenarios in one app process; their outcome lines by name (``"start"``: before any)."""
+def run_app(
+    python: Path,
+    collector: CollectorProcess,
+    work: Path,
+    *scenarios: str,
+    run: tuple[str, ...] = (),
+    **env: str,
+) -> Any:
+    """Run the scenarios in one app process (behind ``run``, a launcher's arguments, if given);
+    their outcome lines by name (``"start"``: what the app saw before any)."""
     variables = app_env()
     variables.update(
         OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
@@ -76,7 +84,7 @@ def run_app(python: Path, collector: CollectorProcess, work: Path, *scenarios: s
     )
     with FakeLLMServer() as llm:
         out = subprocess.run(
-            [str(python), str(APP), llm.openai_base_url, *scenarios],
+            [*run, str(python), str(APP), llm.openai_base_url, *scenarios],
             env=variables,
             cwd=work,
             capture_output=True,
@@ -102,14 +110,17 @@ def outcomes(
 def strict(
     crewai_python: Path, collector: CollectorProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    """The billing crew with content captured and at most one handoff, raising past it."""
+    """The billing crew with no line of ours, under ``reach-otel run`` (zero code), with content
+    captured and at most one handoff, raising past it."""
     work = tmp_path_factory.mktemp("crewai-strict")
     settings = {
+        "CREWAI_APP_ZERO_CODE": "1",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
         "REACH_OTEL_MAX_HOPS": "1",
         "REACH_OTEL_ON_LOOP": "raise",
     }
-    return dict(run_app(crewai_python, collector, work, "billing", **settings))
+    launcher = (str(crewai_python), "-m", "reach_otel", "run", "--service-name", "crewai-zero-code", "--")
+    return dict(run_app(crewai_python, collector, work, "billing", run=launcher, **settings))
 
 
 def fetch(
@@ -354,6 +365,17 @@ CONTENT = (
 
 def test_no_content_is_captured_by_default(billing: list[Span]) -> None:
     assert [(s["name"], k) for s in billing for k in CONTENT if k in s["attributes"]] == []
+
+
+def test_under_reach_otel_run_an_app_without_init_is_traced_all_the_same(
+    strict: dict[str, Any], collector: CollectorProcess
+) -> None:
+    assert strict["start"]["hooks"] == 1
+    (trace_id,) = strict["billing"]["traces"]
+    found = fetch(collector, trace_id, lambda t: bool(t["roots"]))
+    assert [(r["name"], r["service"]) for r in found["roots"]] == [
+        ("invoke_workflow billing_crew", "crewai-zero-code")
+    ]
 
 
 def test_with_capture_on_tools_agents_and_chats_carry_their_content(

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import httpx
@@ -27,7 +27,6 @@ from a2a.client.errors import A2AClientTimeoutError
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InternalError
 from collector_process import CollectorProcess, free_port
-from conftest import Recorder
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -46,6 +45,9 @@ from reach_otel.handler import TelemetryHandler, set_handler
 from reach_otel.instrumentation.a2a import A2AInstrumentor, extract, sdk, states
 from reach_otel.instrumentation.httpx import HTTPXInstrumentor
 from reach_otel.testing.fake_llm import FakeLLMServer
+
+if TYPE_CHECKING:  # the root conftest's class; a bare `conftest` import is ambiguous in the suite
+    from tests.conftest import Recorder
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

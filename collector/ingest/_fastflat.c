@@ -1064,6 +1064,8 @@ static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Tex
         } else if (handoff) {
             agent = first_str(as, KS_AGENT_HANDOFF, N(KS_AGENT_HANDOFF));
             target = first_str(as, KS_TARGET, N(KS_TARGET));
+        } else if (op == OP_WORKFLOW) {
+            agent = (Text){NULL, 0, 0}; /* a workflow is no agent, whatever name it carries */
         } else {
             agent = first_str(as, KS_AGENT_ENCLOSING, N(KS_AGENT_ENCLOSING));
         }

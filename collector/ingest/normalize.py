@@ -7,7 +7,12 @@ spans also: an AGENT span named only by its span name (``@tracer.agent(name=...)
 an LLM span whose model is only in ``llm.invocation_parameters`` (a failed call has no
 ``llm.model_name``) has that model; and the OpenAI Agents SDK's handoff — a TOOL span named
 ``handoff to {agent}``, with the source agent as ``input.value`` — is a handoff, not a tool.
-``_fastflat.c`` follows the same rules (``fast.py``).
+The newest GenAI conventions' spans (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``)
+land on the same columns as v1.41.0's: their extra attributes (``gen_ai.caller.*``, a tool's
+``gen_ai.transfer.*``, cache tokens) promote nothing, and a workflow is never an agent, even one
+named by ``gen_ai.agent.name`` (an ``invoke_agent``-named span whose operation is
+``invoke_workflow``, as SPEC §13 reads the newest shape). ``_fastflat.c`` follows the same rules
+(``fast.py``).
 """
 
 from __future__ import annotations
@@ -258,6 +263,8 @@ def promote(
         elif handoff:
             agent = _str(get, _AGENT_HANDOFF)
             target = _str(get, _TARGET)
+        elif op == sc.OP_WORKFLOW:
+            agent = None  # a workflow runs agents, it is none, whatever name it carries
         else:
             agent = _str(get, _AGENT_ENCLOSING)
         if tool is None and op == sc.OP_TOOL:

@@ -84,7 +84,7 @@ def create_app(
     try:
         engine = build_engine(
             settings,
-            StoreAlertData(store, api_heartbeats=store.last_api_heartbeats),
+            StoreAlertData(store, api_heartbeats=store.last_api_heartbeats, prices=settings.prices),
             history=history,
             sender=sender or http_sender,
             clock=clock,

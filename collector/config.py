@@ -42,6 +42,7 @@ _TOP_LEVEL: Final = frozenset(
         "schedules",
         "escalation_policies",
         "routing",
+        "owners",
     }
 )
 _RULE_DURATIONS: Final = ("for", "window", "keep_firing_for", "after")
@@ -206,7 +207,7 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     sections: dict[str, Any] = {}
     if "alerting" in doc:
         sections["alerting"] = _alerting(_mapping(doc["alerting"], "alerting"))
-    for name in ("users", "schedules", "escalation_policies", "routing"):
+    for name in ("users", "schedules", "escalation_policies", "routing", "owners"):
         if name in doc:
             sections[name] = _mapping(doc[name], name)
     for user, spec in sections.get("users", {}).items():

@@ -83,7 +83,7 @@ _BASE: Final = ("trace_id", "span_id", "start_ns", "handoff_target", "handoff_st
 def outcomes_sql(
     lo: int,
     hi: int,
-    since: int,
+    since: int | None,
     columns: Sequence[str] = (),
     where: str = "",
     where_params: Sequence[Any] = (),
@@ -91,8 +91,9 @@ def outcomes_sql(
     """A ``WITH`` clause ending in ``e``: one row per handoff span ending in ``(lo, hi]`` (and
     matching ``where``, an ``AND …`` over span columns), with its outcome ``status``, ``inferred``
     and the handoff span's ``columns``. ``since`` bounds the search for the target's next agent
-    span (the earliest start of the window's traces: every such span ends after it). Columns are
-    the caller's constants, never user input; parameters come back in order."""
+    span (any time at or before the earliest handoff start: such a span starts, so ends, after its
+    handoff); None takes that earliest start itself. Columns are the caller's constants, never
+    user input; parameters come back in order."""
     recorded, recorded_params = recorded_sql()
     picked = list(dict.fromkeys((*_BASE, *columns)))
     sql = (
@@ -100,7 +101,8 @@ def outcomes_sql(
         f" SELECT {', '.join(picked)}, NOT {recorded} AS bare"
         f" FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?{where}),"
         " t AS (SELECT trace_id, agent, start_ns, span_id, status_code FROM spans"
-        "  WHERE end_ns >= ? AND end_ns <= ? AND operation = ?"
+        f"  WHERE end_ns >= {'?' if since is not None else '(SELECT min(start_ns) FROM h WHERE bare)'}"
+        "  AND end_ns <= ? AND operation = ?"
         "  AND trace_id IN (SELECT trace_id FROM h WHERE bare)),"
         " nxt AS (SELECT h.span_id, h.trace_id,"
         "  arg_min(t.status_code, {'s': t.start_ns, 'i': t.span_id}) AS target_code"
@@ -117,7 +119,7 @@ def outcomes_sql(
         hi,
         sc.OP_HANDOFF,
         *where_params,
-        since,
+        *([since] if since is not None else []),
         hi,
         sc.OP_AGENT,
         hf.UNKNOWN,

@@ -21,7 +21,7 @@ from reach_collector.views import iso
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 
-__all__ = ["EDGE_COUNTS", "edges", "topology"]
+__all__ = ["EDGE_COUNTS", "PER", "TAKEN", "edge_window_stats", "edges", "edges_seen", "spend", "topology"]
 
 _NS: Final = 1_000_000_000
 # Edge fields counted from the outcome: each is the handoffs whose status is one of these.
@@ -30,6 +30,17 @@ EDGE_COUNTS: Final[Mapping[str, tuple[str, ...]]] = {
     "rejected": (hf.REJECTED,),
     "failed": (hf.FAILED,),
     "unknown": (hf.UNKNOWN, hf.EXPIRED),  # no outcome ever came (§11's unknown_rate)
+}
+# Handoffs the target took on: the commit rate's denominator (§11).
+TAKEN: Final = (hf.ACCEPTED, hf.RUNNING, hf.COMMITTED, hf.FAILED)
+_LLM: Final = tuple(sc.LLM_OPERATIONS)
+_USER_PATH: Final = '$."' + sc.USER_ID + '"'
+# What a budget is kept per: the key of an LLM span (user.id is no promoted column: read from the
+# attributes JSON, only of the LLM spans the window and operation filters already kept).
+PER: Final[Mapping[str, str]] = {
+    "agent": "agent",
+    "conversation": "conversation_id",
+    "user": "json_extract_string(attributes, ?)",
 }
 
 
@@ -125,3 +136,98 @@ def topology(
         )
     nodes.sort(key=lambda n: (-n["calls"], n["agent"]))
     return {"window_s": window_s, "until": iso(now_ns), "service": service, "nodes": nodes, "edges": found}
+
+
+def edge_window_stats(
+    store: TraceStore, now_ns: int, windows_s: tuple[float, ...]
+) -> dict[float, dict[tuple[str, str], tuple[int, int, int]]]:
+    """Per trailing window, per ``(source, target)``: (handoffs, taken on, committed) of the handoff
+    spans ending in it, outcomes by the §11 rule — every window from one scan of the longest."""
+    windows = sorted(set(windows_s))
+    if not windows:
+        return {}
+    lo = now_ns - int(windows[-1] * _NS)
+    cte, params = outcomes_sql(lo, now_ns, None, ("handoff_source", "handoff_target", "end_ns"))
+    taken = ", ".join("?" * len(TAKEN))
+    picks, pick_params = [], []
+    for w in windows:
+        start = now_ns - int(w * _NS)
+        picks.append(
+            "count(*) FILTER (WHERE end_ns > ?),"
+            f" count(*) FILTER (WHERE end_ns > ? AND status IN ({taken})),"
+            " count(*) FILTER (WHERE end_ns > ? AND status = ?)"
+        )
+        pick_params += [start, start, *TAKEN, start, hf.COMMITTED]
+    rows = store.query(
+        f"{cte} SELECT handoff_source, handoff_target, {', '.join(picks)} FROM e"
+        " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL GROUP BY ALL",
+        [*params, *pick_params],
+    )
+    out: dict[float, dict[tuple[str, str], tuple[int, int, int]]] = {w: {} for w in windows}
+    for source, target, *counts in rows:
+        for i, w in enumerate(windows):
+            n, took, committed = (int(c) for c in counts[3 * i : 3 * i + 3])
+            if n:
+                out[w][(source, target)] = (n, took, committed)
+    return out
+
+
+def spend(
+    store: TraceStore, lo: int, hi: int, per: str, prices: Mapping[str, Mapping[str, float]]
+) -> dict[str, tuple[float | None, int, int]]:
+    """LLM spend of the spans ending in ``(lo, hi]`` per ``per`` (agent, user or conversation):
+    key → (USD at the price table, or None when a model with tokens is not in it; input + output
+    tokens; the end of its first LLM span in the window, unix ns)."""
+    key = PER[per]
+    key_params = [_USER_PATH] if per == "user" else []
+    llm = ", ".join("?" * len(_LLM))
+    rows = store.query(
+        f"SELECT {key} AS k, model, sum(coalesce(input_tokens, 0))::BIGINT,"
+        " sum(coalesce(output_tokens, 0))::BIGINT, min(end_ns) FROM spans"
+        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm})"
+        " GROUP BY ALL HAVING k IS NOT NULL",
+        [*key_params, lo, hi, *_LLM],
+    )
+    out: dict[str, tuple[float | None, int, int]] = {}
+    for who, model, tin, tout, first in rows:
+        price = (prices or {}).get(model) if model is not None else None
+        usd = None
+        if price is not None:
+            usd = (
+                int(tin) * float(price.get("input", 0.0)) + int(tout) * float(price.get("output", 0.0))
+            ) / 1e6
+        elif not (tin or tout):
+            usd = 0.0
+        cost, tokens, since = out.get(str(who), (0.0, 0, int(first)))
+        out[str(who)] = (
+            None if cost is None or usd is None else cost + usd,
+            tokens + int(tin) + int(tout),
+            min(since, int(first)),
+        )
+    return out
+
+
+def edges_seen(
+    store: TraceStore, lo: int, hi: int, *, first: bool = False
+) -> dict[tuple[str, str], tuple[int, str | None, str | None] | None]:
+    """The ``(source, target)`` pairs of the handoff spans ending in ``(lo, hi]``; with ``first``,
+    each with its first handoff span's end (unix ns), ``service.version`` (a resource attribute)
+    and service — only read for that one span per edge."""
+    where = (
+        "end_ns > ? AND end_ns <= ? AND operation = ?"
+        " AND handoff_source IS NOT NULL AND handoff_target IS NOT NULL"
+    )
+    if not first:
+        rows = store.query(
+            f"SELECT DISTINCT handoff_source, handoff_target FROM spans WHERE {where}",
+            [lo, hi, sc.OP_HANDOFF],
+        )
+        return {(s, t): None for s, t in rows}
+    rows = store.query(
+        "WITH f AS (SELECT handoff_source, handoff_target, arg_min(span_id, end_ns) AS span_id,"
+        f" min(end_ns) AS at FROM spans WHERE {where} GROUP BY ALL)"
+        " SELECT f.handoff_source, f.handoff_target, f.at, json_extract_string(s.resource, ?), s.service"
+        " FROM f JOIN spans s ON s.span_id = f.span_id AND s.end_ns = f.at AND s.operation = ?",
+        [lo, hi, sc.OP_HANDOFF, '$."' + sc.SERVICE_VERSION + '"', sc.OP_HANDOFF],
+    )
+    return {(s, t): (int(at), version, service) for s, t, at, version, service in rows}

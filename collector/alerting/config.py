@@ -7,9 +7,9 @@ A bad value raises ``ConfigError`` naming the key path and the reason, e.g.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, required, url
 from reach_collector.alerting.oncall_config import (
@@ -19,6 +19,7 @@ from reach_collector.alerting.oncall_config import (
     Route,
     Targets,
     User,
+    parse_owner,
     parse_policy,
     parse_route,
     parse_schedule,
@@ -26,6 +27,11 @@ from reach_collector.alerting.oncall_config import (
 )
 from reach_collector.alerting.rotation import Schedule
 from reach_collector.config import ConfigError, Settings, parse_zone
+
+if TYPE_CHECKING:  # the rule modules import this one: their configs are read lazily (_rule_types)
+    from reach_collector.alerting.budget import BudgetRuleConfig
+    from reach_collector.alerting.drift import DriftRuleConfig
+    from reach_collector.alerting.edge_slo import EdgeSLORuleConfig
 
 __all__ = [
     "SEVERITIES",
@@ -43,6 +49,7 @@ __all__ = [
     "User",
     "from_settings",
     "load_alerting",
+    "parse_windows",
 ]
 
 SEVERITIES: Final = ("P0", "P1", "P2")
@@ -118,6 +125,9 @@ class AlertingConfig:
     latency: LatencyRuleConfig = LatencyRuleConfig()
     heartbeat: HeartbeatRuleConfig = HeartbeatRuleConfig()
     burn_rates: tuple[BurnRateRuleConfig, ...] = ()
+    edge_slos: tuple[EdgeSLORuleConfig, ...] = ()
+    budgets: tuple[BudgetRuleConfig, ...] = ()
+    drifts: tuple[DriftRuleConfig, ...] = ()
     repeat_s: float = 1800.0
     alertmanager_url: str | None = None
 
@@ -133,6 +143,8 @@ class AlertingSetup:
     escalation_policies: Mapping[str, EscalationPolicy] = field(default_factory=dict)
     routing: Mapping[str, Route] = field(default_factory=lambda: dict(DEFAULT_ROUTING))
     warnings: tuple[str, ...] = ()  # usable but suspicious (e.g. a member with no contact)
+    # agent → who is paged for the alerts about it that rules route to owners (edge SLOs, budgets)
+    owners: Mapping[str, Route] = field(default_factory=dict)
 
 
 def from_settings(settings: Settings) -> AlertingSetup:
@@ -174,18 +186,22 @@ def _load(doc: Mapping[str, Any], time_zone: str, configured: bool) -> AlertingS
         if sev not in SEVERITIES:
             raise ConfigError(f"routing.{sev}: unknown severity (expected one of {', '.join(SEVERITIES)})")
         routing[sev] = parse_route(f"routing.{sev}", mapping(spec, f"routing.{sev}"), schedules, policies)
+    owners = {
+        agent: parse_owner(f"owners.{agent}", mapping(spec, f"owners.{agent}"), schedules, policies)
+        for agent, spec in mapping(doc.get("owners"), "owners").items()
+    }
     # Members without a contact are legal (they may be reached another way) but cannot be paged.
     named = {m for s in schedules.values() for layer in s.layers for m in layer.members}
     named |= {o.user for s in schedules.values() for o in s.overrides}
     named |= {u for p in policies.values() for step in p.steps for u in step.notify.users}
-    named |= {u for r in routing.values() if r.notify for u in r.notify.users}
+    named |= {u for r in (*routing.values(), *owners.values()) if r.notify for u in r.notify.users}
     for name in sorted(named):
         if name not in users or users[name].webhook is None:
             warnings.append(f"users.{name}: no webhook configured; pages for {name} cannot be delivered")
     for sev in ("P0", "P1") if configured else ():
         if sev not in routing:
             warnings.append(f"routing.{sev}: no route; {sev} alerts page nobody")
-    return AlertingSetup(alerting, time_zone, users, schedules, policies, routing, tuple(warnings))
+    return AlertingSetup(alerting, time_zone, users, schedules, policies, routing, tuple(warnings), owners)
 
 
 def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
@@ -195,16 +211,18 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
     for agent, ms in mapping(spec.get("thresholds"), f"{key}.thresholds").items():
         thresholds[agent] = number({agent: ms}, agent, f"{key}.thresholds", 0, 1e-9, 1e12)
     rules = mapping(spec.get("rules"), f"{key}.rules")
-    burn: list[BurnRateRuleConfig] = []
+    typed: dict[str, list[Any]] = {}
+    types = _rule_types()
     for name, rule in rules.items():
         rule = mapping(rule, f"{key}.rules.{name}")
         if name not in (SUCCESS_RATE, LATENCY, HEARTBEAT):
-            if rule.get("type") != "burn_rate":
+            parse = types.get(rule.get("type"))  # type: ignore[arg-type]
+            if parse is None:
                 raise ConfigError(
                     f"{key}.rules.{name}: unknown rule (expected {SUCCESS_RATE}, {LATENCY}, "
-                    f"{HEARTBEAT}, or a rule with type: burn_rate)"
+                    f"{HEARTBEAT}, or a rule with type: {', '.join(types)})"
                 )
-            burn.append(_burn_rate(name, rule, f"{key}.rules.{name}"))
+            typed.setdefault(rule["type"], []).append(parse(name, rule, f"{key}.rules.{name}"))
     return AlertingConfig(
         interval_s=duration(spec, "interval", key, 15.0, positive=True),
         registry=url(spec.get("registry"), f"{key}.registry"),
@@ -212,7 +230,10 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         success_rate=_success_rate(mapping(rules.get(SUCCESS_RATE), f"{key}.rules.{SUCCESS_RATE}")),
         latency=_latency(mapping(rules.get(LATENCY), f"{key}.rules.{LATENCY}")),
         heartbeat=_heartbeat(mapping(rules.get(HEARTBEAT), f"{key}.rules.{HEARTBEAT}")),
-        burn_rates=tuple(burn),
+        burn_rates=tuple(typed.get("burn_rate", ())),
+        edge_slos=tuple(typed.get("edge_slo", ())),
+        budgets=tuple(typed.get("budget", ())),
+        drifts=tuple(typed.get("topology_drift", ())),
         repeat_s=duration(spec, "repeat", key, 1800.0),
         alertmanager_url=url(spec.get("alertmanager_url"), f"{key}.alertmanager_url"),
     )
@@ -267,34 +288,59 @@ def _burn_rate(name: str, spec: Mapping[str, Any], key: str) -> BurnRateRuleConf
         {"type", "objective", "severity", "windows", "min_calls", "for", "keep_firing_for", "enabled"},
     )
     d = BurnRateRuleConfig(name)
-    severity = spec.get("severity", d.severity)
-    if severity not in SEVERITIES:
-        raise ConfigError(f"{key}.severity: expected one of {', '.join(SEVERITIES)}, got {severity!r}")
-    windows = d.windows
-    if "windows" in spec:
-        if not isinstance(spec["windows"], list) or not spec["windows"]:
-            raise ConfigError(f"{key}.windows: expected a non-empty list of {{long, short, factor}}")
-        parsed = []
-        for i, window in enumerate(spec["windows"]):
-            wkey = f"{key}.windows[{i}]"
-            window = mapping(window, wkey)
-            only(window, wkey, {"long", "short", "factor"})
-            required(window, wkey, ("long", "short", "factor"))
-            parsed.append(
-                BurnWindow(
-                    duration(window, "long", wkey, 0, positive=True),
-                    duration(window, "short", wkey, 0, positive=True),
-                    number(window, "factor", wkey, 0, 1e-9, 1e6),
-                )
-            )
-        windows = tuple(parsed)
     return BurnRateRuleConfig(
         name=name,
         objective=number(spec, "objective", key, d.objective, 0.0, 0.999999),
-        severity=severity,
-        windows=windows,
+        severity=severity(spec, key, d.severity),
+        windows=parse_windows(spec, key, d.windows),
         min_calls=count(spec, "min_calls", key, d.min_calls),
         for_s=duration(spec, "for", key, d.for_s),
         keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
         enabled=flag(spec, "enabled", key, d.enabled),
     )
+
+
+def severity(spec: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...] = SEVERITIES) -> str:
+    """A rule's ``severity`` (routing is by severity; one with no route pages nobody)."""
+    value = spec.get("severity", default)
+    if value not in allowed:
+        raise ConfigError(f"{key}.severity: expected one of {', '.join(allowed)}, got {value!r}")
+    return str(value)
+
+
+def parse_windows(
+    spec: Mapping[str, Any], key: str, default: tuple[BurnWindow, ...]
+) -> tuple[BurnWindow, ...]:
+    """``windows: [{long, short, factor}, ...]`` of a burn-rate rule (default: the workbook's)."""
+    if "windows" not in spec:
+        return default
+    if not isinstance(spec["windows"], list) or not spec["windows"]:
+        raise ConfigError(f"{key}.windows: expected a non-empty list of {{long, short, factor}}")
+    parsed = []
+    for i, window in enumerate(spec["windows"]):
+        wkey = f"{key}.windows[{i}]"
+        window = mapping(window, wkey)
+        only(window, wkey, {"long", "short", "factor"})
+        required(window, wkey, ("long", "short", "factor"))
+        parsed.append(
+            BurnWindow(
+                duration(window, "long", wkey, 0, positive=True),
+                duration(window, "short", wkey, 0, positive=True),
+                number(window, "factor", wkey, 0, 1e-9, 1e6),
+            )
+        )
+    return tuple(parsed)
+
+
+def _rule_types() -> dict[str, Callable[[str, Mapping[str, Any], str], Any]]:
+    """``type:`` → the parser of that rule's config (each rule module owns its own)."""
+    from reach_collector.alerting.budget import parse_budget
+    from reach_collector.alerting.drift import parse_drift
+    from reach_collector.alerting.edge_slo import parse_edge_slo
+
+    return {
+        "burn_rate": _burn_rate,
+        "edge_slo": parse_edge_slo,
+        "budget": parse_budget,
+        "topology_drift": parse_drift,
+    }

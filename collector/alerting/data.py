@@ -7,7 +7,7 @@ heartbeats *as of* a given ``now``, so the same rules run live, on a replayed cl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 __all__ = ["AgentWindowStats", "AlertData", "CachedData", "Heartbeat"]
 
@@ -49,6 +49,22 @@ class CachedData:
         self._inner = inner
         self._stats: dict[tuple[float, float], Mapping[str, AgentWindowStats]] = {}
         self._beats: dict[float, Mapping[str, Heartbeat]] = {}
+        self._other: dict[tuple[Any, ...], Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        """The inner data's other queries (the topology rules': edge stats, spend, edges seen),
+        memoised by their (hashable) arguments, so two rules asking the same ask once."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        query = getattr(self._inner, name)
+
+        def cached(*args: Any) -> Any:
+            key = (name, *args)
+            if key not in self._other:
+                self._other[key] = query(*args)
+            return self._other[key]
+
+        return cached
 
     def agent_stats(self, now: float, window_s: float) -> Mapping[str, AgentWindowStats]:
         key = (now, window_s)

@@ -75,6 +75,8 @@ class AlertEngine:
         self._log = logger or log
         sender = sender if sender is not None else HttpSender()
         self.links = AlertLinks(external_url, self.rules)
+        # Rules that page an agent's owner name the label that holds the agent (edge SLO: target).
+        owner_labels = {r.name: str(r.owner_label) for r in self.rules if getattr(r, "owner_label", None)}
         am_url = setup.alerting.alertmanager_url
         self.pipeline = NotificationPipeline(
             setup,
@@ -85,6 +87,7 @@ class AlertEngine:
             paging=am_url is None,  # with a real Alertmanager, it pages; we keep P2's action
             links=self.links,
             logger=self._log,
+            owner_of=lambda a: a.labels.get(owner_labels.get(a.alertname, ""), None),
         )
         self.pusher = (
             AlertmanagerPusher(

@@ -5,14 +5,16 @@ and recently resolved alerts and sends only what is owed — one message on firi
 (to everyone paged), a P0 repeat every ``repeat`` and the next escalation step after
 ``escalate_after`` until acknowledged. A P1 is muted while a P0 fires for the same agent (muted
 alerts are re-examined each time, so a P1 still firing when the P0 resolves is then sent). P2's
-action is a structured log line plus ``POST {registry}/deregister``; it pages nobody.
+action is a structured log line plus ``POST {registry}/deregister``; it pages nobody. An alert a rule
+routes to an owner (``owner_of`` names the agent, e.g. an edge SLO's target) takes that agent's
+``owners`` route when it has one, else its severity's.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -79,8 +81,10 @@ class NotificationPipeline:
         paging: bool = True,
         links: AlertLinks | None = None,
         logger: logging.Logger | None = None,
+        owner_of: Callable[[Alert], str | None] | None = None,
     ) -> None:
         self.setup = setup
+        self.owner_of = owner_of
         self.queue = RetryQueue(sender, record or (lambda attempt: None), backoff)
         self.external_url = external_url.rstrip("/")
         self.paging = paging
@@ -101,7 +105,7 @@ class NotificationPipeline:
         muted = inhibited(alerts)
         for alert in live:
             episode = self._episode(alert)
-            route = self.setup.routing.get(alert.severity)
+            route = self.route(alert)
             if route is None:
                 continue
             if route.action == "deregister":
@@ -120,6 +124,12 @@ class NotificationPipeline:
     def flush(self, now: float) -> list[DeliveryAttempt]:
         """Attempt the deliveries whose retry time has come (between evaluations)."""
         return self.queue.flush(now)
+
+    def route(self, alert: Alert) -> Route | None:
+        """The owner's route of the agent the alert's rule routes by, else the severity's."""
+        agent = self.owner_of(alert) if self.owner_of is not None else None
+        owner = self.setup.owners.get(agent) if agent else None
+        return owner if owner is not None else self.setup.routing.get(alert.severity)
 
     def acknowledge(self, alert: Alert, by: str) -> None:
         """Stop repeats and escalation of this firing episode."""

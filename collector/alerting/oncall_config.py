@@ -27,6 +27,7 @@ __all__ = [
     "Route",
     "Targets",
     "User",
+    "parse_owner",
     "parse_policy",
     "parse_route",
     "parse_schedule",
@@ -172,3 +173,22 @@ def parse_route(
         action=None if action == "none" else action,
         page=flag(spec, "page", key, policy is not None or notify is not None),
     )
+
+
+def parse_owner(
+    key: str,
+    spec: Mapping[str, Any],
+    schedules: Mapping[str, Schedule],
+    policies: Mapping[str, EscalationPolicy],
+) -> Route:
+    """An agent's owner (``owners.<agent>``): a schedule and/or users, or an escalation policy —
+    the route its owner-routed alerts take instead of their severity's."""
+    only(spec, key, {"schedule", "users", "escalation_policy"})
+    policy = spec.get("escalation_policy")
+    if policy is None:
+        return Route(notify=_targets(spec, key, schedules))
+    if not isinstance(policy, str) or policy not in policies:
+        raise ConfigError(f"{key}.escalation_policy: no policy named {policy!r} under escalation_policies")
+    if "schedule" in spec or "users" in spec:
+        raise ConfigError(f"{key}: use either escalation_policy or schedule/users, not both")
+    return Route(escalation_policy=policy)

@@ -9,9 +9,9 @@ A window with fewer than ``min_calls`` calls is *no data*: it yields no sample, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from reach_collector.alerting.config import (
     HEARTBEAT,
@@ -32,7 +32,10 @@ __all__ = [
     "SuccessRateRule",
     "agent_statuses",
     "build_rules",
+    "burning",
 ]
+
+K = TypeVar("K", bound=Hashable)
 
 
 class Rule(Protocol):
@@ -242,27 +245,15 @@ class BurnRateRule:
         return _error_traces(labels, active_at, self.window_s)
 
     def samples(self, now: float, data: AlertData) -> list[Sample]:
-        budget = 1.0 - self.objective
-        found: dict[str, tuple[float, BurnWindow, str | None]] = {}
-        for window in self.windows:
-            long = data.agent_stats(now, window.long_s)
-            short = data.agent_stats(now, window.short_s)
-            for agent, lstats in long.items():
-                sstats = short.get(agent)
-                if (
-                    sstats is None
-                    or not _enough(lstats, self.min_calls)
-                    or not _enough(sstats, self.min_calls)
-                ):
-                    continue
-                long_burn = lstats.errors / lstats.calls / budget
-                short_burn = sstats.errors / sstats.calls / budget
-                if long_burn > window.factor and short_burn > window.factor:
-                    best = found.get(agent)
-                    if best is None or long_burn > best[0]:
-                        found[agent] = (long_burn, window, lstats.service or sstats.service)
+        def counts(window_s: float) -> dict[str, tuple[int, int]]:
+            return {a: (s.calls, s.errors) for a, s in data.agent_stats(now, window_s).items()}
+
         out = []
-        for agent, (burn, window, service) in sorted(found.items()):
+        for agent, (burn, window) in sorted(
+            burning(self.windows, self.objective, self.min_calls, counts).items()
+        ):
+            long, short = data.agent_stats(now, window.long_s), data.agent_stats(now, window.short_s)
+            service = long[agent].service or short[agent].service
             pair = f"{_fmt_window(window.long_s)}/{_fmt_window(window.short_s)}"
             out.append(
                 Sample(
@@ -277,6 +268,34 @@ class BurnRateRule:
                 )
             )
         return out
+
+
+def burning(
+    windows: tuple[BurnWindow, ...],
+    objective: float,
+    min_events: int,
+    counts: Callable[[float], Mapping[K, tuple[int, int]]],
+) -> dict[K, tuple[float, BurnWindow]]:
+    """The multi-window multi-burn-rate test (SRE Workbook table 5-8) over any keys: ``counts(w)``
+    gives each key's (events, bad events) over the trailing window ``w``. A key breaches when, for
+    some window pair, the bad ratio over both the long and the short window exceeds
+    ``factor × (1 − objective)`` (windows with fewer than ``min_events`` are no data); the answer
+    is its long-window burn rate in the pair that burns fastest, and that pair."""
+    budget = 1.0 - objective
+    floor = max(min_events, 1)
+    found: dict[K, tuple[float, BurnWindow]] = {}
+    for window in windows:
+        long, short = counts(window.long_s), counts(window.short_s)
+        for key, (events, bad) in long.items():
+            recent = short.get(key)
+            if recent is None or events < floor or recent[0] < floor:
+                continue
+            long_burn, short_burn = bad / events / budget, recent[1] / recent[0] / budget
+            if long_burn > window.factor and short_burn > window.factor:
+                best = found.get(key)
+                if best is None or long_burn > best[0]:
+                    found[key] = (long_burn, window)
+    return found
 
 
 def build_rules(config: AlertingConfig) -> list[Rule]:
@@ -300,6 +319,14 @@ def build_rules(config: AlertingConfig) -> list[Rule]:
     if hb.enabled:
         rules.append(HeartbeatLostRule(hb.after_s, hb.for_s, hb.keep_firing_for_s))
     rules.extend(_burn(c) for c in config.burn_rates if c.enabled)
+    # The topology rule types (SPEC §15) import this module: imported here, not at the top.
+    from reach_collector.alerting.budget import budget_rules
+    from reach_collector.alerting.drift import DriftRule
+    from reach_collector.alerting.edge_slo import EdgeSLORule
+
+    rules.extend(EdgeSLORule(c) for c in config.edge_slos if c.enabled)
+    rules.extend(r for c in config.budgets if c.enabled for r in budget_rules(c))
+    rules.extend(DriftRule(c) for c in config.drifts if c.enabled)
     return rules
 
 

@@ -3,13 +3,15 @@ any ``now`` (live or replayed), through the metric queries that own the SQL.
 
 Heartbeats come from OTLP ``heartbeat`` spans and, when given, from the ``POST /api/heartbeats``
 history (``api_heartbeats``); an agent's last heartbeat is the later of the two, so a beat after a
-clean exit's ``stopped`` makes the agent live again.
+clean exit's ``stopped`` makes the agent live again. The topology rules (edge SLOs, budgets,
+drift) read edge outcomes, LLM spend and the edges seen through ``reach_collector.topology``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from reach_collector import topology
 from reach_collector.alerting.data import AgentWindowStats, Heartbeat
 from reach_collector.metrics import agent_window_stats, last_heartbeats
 from reach_collector.store.base import TraceStore
@@ -29,10 +31,12 @@ class StoreAlertData:
         *,
         api_heartbeats: ApiHeartbeats | None = None,
         heartbeat_lookback_s: float = 86400.0,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
     ) -> None:
         self._store = store
         self._api = api_heartbeats
         self._lookback = heartbeat_lookback_s
+        self._prices = dict(prices or {})
 
     def agent_stats(self, now: float, window_s: float) -> Mapping[str, AgentWindowStats]:
         rows = agent_window_stats(self._store, int(now * _NS), window_s)
@@ -58,3 +62,21 @@ class StoreAlertData:
                 if known is None or beat.last_seen >= known.last_seen:  # a stop at that instant wins
                     beats[agent] = beat
         return beats
+
+    def edge_stats(
+        self, now: float, windows_s: tuple[float, ...]
+    ) -> Mapping[float, Mapping[tuple[str, str], tuple[int, int, int]]]:
+        """Per window, per edge: (handoffs, taken on, committed) ending in ``(now − window, now]``."""
+        return topology.edge_window_stats(self._store, int(now * _NS), windows_s)
+
+    def spend(self, now: float, window_s: float, per: str) -> Mapping[str, tuple[float | None, int, int]]:
+        """Per agent, user or conversation: (USD or None, tokens, first LLM span's end ns) in the window."""
+        hi = int(now * _NS)
+        return topology.spend(self._store, hi - int(window_s * _NS), hi, per, self._prices)
+
+    def edges_seen(
+        self, since: float, until: float, first: bool = False
+    ) -> Mapping[tuple[str, str], tuple[int, str | None, str | None] | None]:
+        """The edges with a handoff span ending in ``(since, until]`` (with ``first``: when, in which
+        service.version and service the first one ended)."""
+        return topology.edges_seen(self._store, int(since * _NS), int(until * _NS), first=first)

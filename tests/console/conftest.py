@@ -3,37 +3,17 @@ installed when missing), a fresh tab per test, and real collectors on loopback o
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-import httpx
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from cdp import Browser, Page, ensure_chromium
+from console_helpers import Console
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
 from servers import ServerThread
-
-
-@dataclass
-class Console:
-    """A running collector: its URL and app (``app.state.alerts`` for a manual tick)."""
-
-    url: str
-    app: Any
-    store: DuckDBStore
-
-    def api(self, path: str, token: str | None = None, **params: Any) -> Any:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
-        response = httpx.get(self.url + path, params=params, headers=headers, timeout=30)
-        response.raise_for_status()
-        return response.json()
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +47,3 @@ def start_console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable
     for server, store in running:
         server.stop()
         store.close()
-
-
-def goto_ready(page: Page, url: str, timeout: float = 20) -> None:
-    """Open a console URL and wait until its page has rendered (or the sign-in shows)."""
-    page.goto(url)
-    page.wait_for(
-        "document.body.dataset.ready === location.pathname || !!document.getElementById('signin')", timeout
-    )

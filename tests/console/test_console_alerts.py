@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from cdp import Page
-from conftest import Console, goto_ready
+from console_helpers import Console, goto_ready
 from reach_collector.config import from_mapping
 from traffic import attributes, post, request
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from cdp import Page
-from conftest import Console, goto_ready
+from console_helpers import Console, goto_ready
 from traffic import TraceInfo, agent_trace, library_trace, post
 
 from reach_otel import semconv as sc

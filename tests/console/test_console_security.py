@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from cdp import Page
-from conftest import Console, goto_ready
+from console_helpers import Console, goto_ready
 from reach_collector.config import Settings
 from traffic import attributes, post, request
 

@@ -7,6 +7,7 @@ read here as well, so an instrumentor added there is applied by ``init()`` and `
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import importlib.metadata
@@ -38,6 +39,7 @@ INSTRUMENTORS: dict[str, str] = {
 _LIBRARY: dict[str, tuple[str, ...]] = {
     "httpx": ("httpx", "httpx2"),
     "openai_agents": ("agents",),
+    "langgraph": ("langgraph.pregel",),  # langgraph is a namespace package: no import hook fires for it
     "threading": (),  # the standard library: always there
     "declarative": (),  # the application's own code
 }
@@ -127,11 +129,64 @@ def _chosen() -> list[str]:
     ]
 
 
+@functools.cache
+def _declared(package: str) -> tuple[str, ...]:
+    """``package.py``'s ``_instruments``, read without importing the instrumentor (whose own
+    imports are the library's, which may be the very module in question)."""
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.submodule_search_locations
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "package.py")
+    with open(path, encoding="utf-8") as source:
+        tree = ast.parse(source.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "_instruments":
+            return tuple(ast.literal_eval(value))
+    return ()
+
+
+def _belongs(name: str, module: types.ModuleType) -> bool:
+    """Whether ``module`` is the library ``name`` instruments, not an app module of the same name
+    (an app's own ``agents.py`` is not the Agents SDK): one of the distributions its ``package``
+    declares is installed in a version it supports, and the module was loaded from there."""
+    try:
+        from packaging.requirements import Requirement
+
+        declared = _declared(registry()[name].partition(":")[0])
+    except Exception:  # cannot tell: let instrument() try, as it would without this check
+        return True
+    if not declared:
+        return True
+    origin = getattr(module, "__file__", None)
+    for spec in declared:
+        requirement = Requirement(spec)
+        try:
+            dist = importlib.metadata.distribution(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        if not requirement.specifier.contains(dist.version, prereleases=True):
+            continue
+        if origin is None:
+            return True
+        root = os.path.realpath(str(dist.locate_file("")))
+        if os.path.realpath(origin).startswith(root + os.sep):
+            return True
+    return False
+
+
 @safe
 def _on_import(name: str, module: types.ModuleType) -> None:
     try:
         _armed.remove(name)  # atomic: of two threads importing its libraries, one applies it
     except KeyError:
+        return
+    if not _belongs(name, module):
+        logger.debug("reach_otel: %s is not the library %s instruments; left alone", module.__name__, name)
         return
     instrument(name)
 
@@ -146,8 +201,11 @@ def auto_instrument() -> list[str]:
     chosen = _chosen()
     for name in chosen:
         modules = libraries(name)
-        if not modules or any(m in sys.modules for m in modules):
+        loaded = [sys.modules[m] for m in modules if m in sys.modules]
+        if not modules or any(_belongs(name, m) for m in loaded):
             instrument(name)
+        elif loaded:
+            logger.debug("reach_otel: %s is not the library %s instruments; left alone", modules, name)
         elif name not in _armed:
             _armed.add(name)
             for module in modules:

@@ -614,6 +614,22 @@ def test_registered_for_init_and_reach_otel_run(rec) -> None:
         LangGraphInstrumentor().uninstrument()
 
 
+def test_init_applies_it_when_langgraph_is_imported_later() -> None:
+    """langgraph is a namespace package: the import that arms the instrumentor is langgraph.pregel."""
+    code = (
+        "import reach_otel; reach_otel.init(); "
+        "from reach_otel.instrumentation import waiting; assert 'langgraph' in waiting(); "
+        "from langgraph.graph import StateGraph; "
+        "from reach_otel.instrumentation.langgraph import LangGraphInstrumentor; "
+        "print(LangGraphInstrumentor().is_instrumented_by_opentelemetry, 'langgraph' in waiting())"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9"  # nothing is exported in this check
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "False"]
+
+
 # -- the example, under reach-otel run, into a real collector -------------------------------------------
 def _fetch(collector: CollectorProcess, trace_id: str, count: int) -> dict[str, Any]:
     deadline = time.monotonic() + 30
@@ -641,7 +657,8 @@ def test_the_supervisor_example_under_reach_otel_run(tmp_path: Path) -> None:
         assert lines[1] == "refund_agent: echo: refund for INV-7: approved, 42 EUR back within 5 days"
         listed = collector.wait_traces(2, service="support-desk")
         assert len(listed) == 2
-        found = [_fetch(collector, t["trace_id"], 12) for t in listed]
+        # workflow, three agents, two handoffs, four chats, one tool
+        found = [_fetch(collector, t["trace_id"], 11) for t in listed]
     turns = sorted(found, key=lambda t: t["spans"][0]["start_time_unix_nano"])
     for trace, worker, tool in zip(
         turns, ("billing_agent", "refund_agent"), ("lookup_invoice", "refund_status"), strict=True

@@ -98,7 +98,9 @@ class BudgetRule:
         self.for_s = config.for_s
         self.keep_firing_for_s = config.keep_firing_for_s
         self.window_s = config.window_s
-        self.owner_label = "agent" if config.per == "agent" else None
+        # The spent alert of an agent's budget pages its owner; a warning goes by its severity's
+        # route (``warning`` has none), never to an owner.
+        self.owner_label = "agent" if config.per == "agent" and not projected else None
         self._label = {"agent": "agent", "user": "user", "conversation": "conversation"}[config.per]
 
     @property

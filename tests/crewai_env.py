@@ -88,10 +88,13 @@ def _ready(folder: Path, reqs: list[str]) -> bool:
     return marker.get("requires") == reqs and (folder / "bin" / "python").exists()
 
 
-def _run(args: list[str], timeout: float) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))}
+def _run(args: list[str], timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    if env is None:
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))
+        }
     try:
-        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     except subprocess.TimeoutExpired as exc:
         raise EnvUnavailable(f"{' '.join(args[:4])}... took over {timeout:.0f} s") from exc
     if out.returncode != 0:
@@ -113,9 +116,9 @@ def crewai_env() -> Env:
         python = folder / "bin" / "python"
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         _run([*pip, *reqs], _INSTALL_TIMEOUT_S)
-        _run(
-            [str(python), "-c", "import crewai, opentelemetry.sdk, opentelemetry.instrumentation, wrapt"], 300
-        )
+        # Imported, CrewAI makes folders under the home folder (named after the working one): keep them here.
+        check = {**app_env(), "HOME": str(folder), "CREWAI_STORAGE_DIR": str(folder / "crewai-storage")}
+        _run([str(python), "-c", "import crewai, opentelemetry.instrumentation, wrapt"], 300, check, folder)
         built = time.monotonic() - started
         marker = {"requires": reqs, "built_in_s": round(built, 1), "built_at": time.time()}
         (folder / _MARKER).write_text(json.dumps(marker))

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Send
 
 with warnings.catch_warnings():  # create_react_agent moved to langchain.agents; the patterns still use it
     warnings.simplefilter("ignore")
@@ -241,3 +241,76 @@ def mixed_clients(model: ChatOpenAI, base_url: str, asynchronous: bool) -> Any:
     graph.add_edge("both", END)
     graph.add_edge("raw_only", END)
     return graph.compile(name="mixed")
+
+
+def fan_out(model: ChatOpenAI) -> Any:
+    """lead (model) sends to two analysts at once (Send), which both call the model."""
+
+    def lead(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke("split the work")]}
+
+    def route(state: MessagesState) -> list[Send]:
+        return [Send("north", state), Send("south", state)]
+
+    def north(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke("north numbers")]}
+
+    def south(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke("south numbers")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("lead", lead)
+    graph.add_node("north", north)
+    graph.add_node("south", south)
+    graph.add_edge(START, "lead")
+    graph.add_conditional_edges("lead", route, ["north", "south"])
+    graph.add_edge("north", END)
+    graph.add_edge("south", END)
+    return graph.compile(name="fan_out")
+
+
+def agent_as_tool(model: ChatOpenAI) -> Any:
+    """A react agent whose tool runs another agent graph (the researcher)."""
+    researcher = react_agent(model, [], "researcher")
+
+    @tool
+    def ask_researcher(query: str) -> str:
+        """Ask the researcher."""
+        return str(researcher.invoke({"messages": [("user", query)]})["messages"][-1].content)
+
+    return react_agent(model, [ask_researcher], "lead")
+
+
+def interrupted(model: ChatOpenAI) -> Any:
+    """draft (model) → review, which waits for a human (interrupt)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import interrupt
+
+    def draft(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke("draft a reply")]}
+
+    def review(state: MessagesState) -> dict[str, Any]:
+        verdict = interrupt("approve?")
+        return {"messages": [AIMessage(content=f"review: {verdict}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("draft", draft)
+    graph.add_node("review", review)
+    graph.add_edge(START, "draft")
+    graph.add_edge("draft", "review")
+    graph.add_edge("review", END)
+    return graph.compile(name="review", checkpointer=InMemorySaver())
+
+
+def streaming_writer(model: ChatOpenAI) -> Any:
+    """writer streams the model's reply."""
+
+    def writer(state: MessagesState) -> dict[str, Any]:
+        chunks = list(model.stream(state["messages"]))
+        return {"messages": [AIMessage(content="".join(str(c.content) for c in chunks))]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("writer", writer)
+    graph.add_edge(START, "writer")
+    graph.add_edge("writer", END)
+    return graph.compile(name="streaming")

@@ -295,11 +295,16 @@ def _run_twice(graph: Any, mode: str) -> list[Any]:
     return asyncio.run(run())
 
 
-@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream", "astream"])
-@pytest.mark.parametrize("build", [apps.pipeline, apps.async_pipeline, apps.with_subgraph])
+_MODES = [
+    (build, mode)
+    for build in (apps.pipeline, apps.async_pipeline, apps.with_subgraph)
+    for mode in ("invoke", "ainvoke", "stream", "astream")
+    if build is not apps.async_pipeline or mode.startswith("a")  # async nodes need ainvoke/astream
+]
+
+
+@pytest.mark.parametrize(("build", "mode"), _MODES, ids=[f"{b.__name__}-{m}" for b, m in _MODES])
 def test_one_trace_per_invocation(rec, lg, model, mode, build) -> None:
-    if build is apps.async_pipeline and mode in ("invoke", "stream"):
-        pytest.skip("async nodes need ainvoke/astream")
     results = _run_twice(build(model), mode)
     assert all(results)
     found = traces(rec)
@@ -518,6 +523,62 @@ def test_create_agent_graph_is_itself_the_agent(rec, lg, model) -> None:
     )
 
 
+def test_parallel_agents_each_get_a_handoff_from_the_agent_before(rec, lg, model) -> None:
+    apps.fan_out(model).invoke(apps.user_text("go"))
+    tree = one_trace(rec)
+    lead = tree.one("invoke_agent lead")
+    assert sorted(handoffs(tree)) == [("lead", "north", 1), ("lead", "south", 2)]
+    for name in ("north", "south"):
+        agent = tree.one(f"invoke_agent {name}")
+        assert tree.parent(agent) is tree.roots()[0]
+        assert tree.parent(tree.one(f"handoff {name}")) is lead
+        assert [tree.parent(c) for c in tree.named(CHAT)].count(agent) == 1
+
+
+def test_an_agent_graph_run_by_a_tool_is_an_agent_under_the_tool(rec, lg, model) -> None:
+    apps.agent_as_tool(model).invoke(apps.user_text("[tool:ask_researcher] the rate"))
+    tree = one_trace(rec)
+    tool = tree.one("execute_tool ask_researcher")
+    researcher = tree.one("invoke_agent researcher")
+    assert tree.parent(researcher) is tool
+    assert [tree.parent(c) for c in tree.named(CHAT)].count(researcher) == 1
+
+
+def test_an_interrupt_is_no_failure_and_the_resume_is_its_own_trace(rec, lg, model) -> None:
+    from langgraph.types import Command
+
+    graph = apps.interrupted(model)
+    config = {"configurable": {"thread_id": "review-1"}}
+    assert graph.invoke(apps.user_text("hi"), config)["__interrupt__"]
+    assert graph.invoke(Command(resume="yes"), config)["messages"][-1].content == "review: yes"
+    first, second = traces(rec)
+    assert [s.name for s in first.spans] == ["invoke_workflow review", "invoke_agent draft", CHAT]
+    assert [s.name for s in second.spans] == ["invoke_workflow review"]
+    assert all(s.status.status_code != StatusCode.ERROR for s in rec.spans)
+
+
+@pytest.mark.parametrize("with_openai", [False, True], ids=["callbacks", "openai-instrumentation"])
+def test_a_streamed_model_call_has_time_to_first_chunk_and_usage(rec, lg, llm, with_openai) -> None:
+    instrumentor = OpenAIInstrumentor()
+    if with_openai:
+        instrumentor.instrument()
+    try:
+        model = apps.chat_model(llm.openai_base_url, stream_usage=True)
+        out = apps.streaming_writer(model).invoke(apps.user_text("[chunks:4] stream this please"))
+    finally:
+        if with_openai:
+            instrumentor.uninstrument()
+    assert out["messages"][-1].content == "echo: stream this please"
+    tree = one_trace(rec)
+    chat = tree.one(CHAT)
+    assert tree.parent_name(chat) == "invoke_agent writer"
+    assert chat.attributes["gen_ai.response.time_to_first_chunk"] > 0
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 4
+    assert chat.attributes["gen_ai.usage.output_tokens"] == 4
+    assert tree.one("invoke_agent writer").attributes["gen_ai.usage.output_tokens"] == 4
+    assert ("server.port" in chat.attributes) is with_openai  # which of the two made the span
+
+
 def test_a_thread_id_is_the_conversation_id(rec, lg, model) -> None:
     config = {"configurable": {"thread_id": "thread-7"}}
     apps.pipeline(model).invoke(apps.user_text("hello"), config)
@@ -572,6 +633,25 @@ def test_an_exploding_extractor_changes_nothing_for_the_graph(rec, lg, model, mo
     assert got == expected
     with pytest.raises(Exception, match="the ledger is closed"):
         apps.failing(model).invoke(apps.user_text("close"))
+
+
+@pytest.mark.parametrize("target", [(extract, "chat_usage"), (agents, "promote"), (extract, "node_step")])
+def test_with_on_loop_raise_an_exploding_extractor_still_changes_nothing(
+    make_recorder, model, monkeypatch, target
+) -> None:
+    """on_loop="raise" makes LangChain re-raise what our handler raises: only the hop limit may pass."""
+    make_recorder(on_loop="raise")
+    instrumentor = LangGraphInstrumentor()
+    instrumentor.instrument()
+    try:
+        prompt = "[tool:transfer_to_research_expert][tool:lookup] find x"
+        expected = [m.content for m in apps.supervisor(model).invoke(apps.user_text(prompt))["messages"]]
+        assert instrumentor.handler is not None and instrumentor.handler.raise_error is True
+        monkeypatch.setattr(*target, lambda *a, **k: 1 / 0)
+        got = [m.content for m in apps.supervisor(model).invoke(apps.user_text(prompt))["messages"]]
+    finally:
+        instrumentor.uninstrument()
+    assert got == expected
 
 
 def test_callbacks_never_reach_langchains_error_log(rec, lg, model, monkeypatch, caplog) -> None:

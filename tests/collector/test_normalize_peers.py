@@ -193,7 +193,7 @@ def compiled(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[bytes], Any]
     yield check
 
 
-PEER_SPANS: Final = [
+PEER_SPANS: Final[list[tuple[str, dict[str, Any], int]]] = [
     ("planner", {OI_KIND: "AGENT", INPUT: "plan"}, 0),
     ("", {OI_KIND: "AGENT"}, 0),
     ("ChatCompletion", {OI_KIND: "LLM", PARAMS: '{"model": "gpt-4o-mini"}'}, 2),
@@ -359,7 +359,7 @@ def _decorated_agent_trace(tracer: Tracer) -> None:
         "planner",
         attributes={OI_KIND: "AGENT", INPUT: "plan a trip to Lisbon", "input.mime_type": "text/plain"},
     ) as planner:
-        chat = {
+        chat: dict[str, Any] = {
             OI_KIND: "LLM",
             sc.OPENINFERENCE_LLM_SYSTEM: "openai",
             sc.OPENINFERENCE_LLM_PROVIDER: "openai",
@@ -375,7 +375,7 @@ def _decorated_agent_trace(tracer: Tracer) -> None:
         with tracer.start_as_current_span("web_search", attributes=search):
             pass
         with tracer.start_as_current_span("RunnableSequence", attributes={OI_KIND: "CHAIN"}):
-            langchain = {
+            langchain: dict[str, Any] = {
                 OI_KIND: "LLM",
                 PARAMS: json.dumps(
                     {"model_name": "gpt-4.1-nano", "temperature": 0.7, "_type": "openai-chat"}
@@ -401,7 +401,7 @@ def _openllmetry_trace(tracer: Tracer) -> None:
             "traceloop.workflow.name": "researcher",
         }
         with tracer.start_as_current_span("researcher.agent", attributes=agent):
-            chat = {
+            chat: dict[str, Any] = {
                 sc.TRACELOOP_REQUEST_TYPE: "chat",
                 sc.GEN_AI_SYSTEM: "openai",
                 sc.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
@@ -435,7 +435,7 @@ def _contrib_trace(tracer: Tracer) -> None:
         sc.GEN_AI_SYSTEM: "openai",
     }
     with tracer.start_as_current_span("invoke_agent Writer", attributes=agent):
-        chat = {
+        chat: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
             sc.GEN_AI_SYSTEM: "openai",
             sc.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",

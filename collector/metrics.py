@@ -298,37 +298,55 @@ def agent_tokens(
     store: TraceStore,
     lo: int,
     hi: int,
-    since: int,
+    since: int | None,
     prices: Mapping[str, Mapping[str, float]],
     service: str | None = None,
 ) -> dict[str, Any]:
     """LLM tokens per agent and model. An LLM span belongs to the agent in ``reach.agent.name``
-    (the ``agent`` column), else to its nearest ``invoke_agent`` ancestor. ``service`` keeps only
+    (the ``agent`` column), else to its nearest ``invoke_agent`` ancestor, searched from ``since``
+    (``trace_lookback``; None: looked up only when a span needs the walk). ``service`` keeps only
     the LLM and agent spans of that ``service.name``."""
     llm = ", ".join("?" * len(sc.LLM_OPERATIONS))
     only, only_params = (" AND service = ?", [service]) if service is not None else ("", [])
-    rows = store.query(
-        "WITH RECURSIVE llm AS ("
-        " SELECT trace_id, span_id, parent_span_id, agent, model,"
-        "  coalesce(input_tokens, 0) AS tin, coalesce(output_tokens, 0) AS tout FROM spans"
-        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm}){only}),"
-        " anc AS (SELECT trace_id, span_id, parent_span_id, operation, agent FROM spans"
-        "  WHERE end_ns >= ? AND trace_id IN (SELECT trace_id FROM llm WHERE agent IS NULL)),"
-        " walk(trace_id, span_id, parent, owner, depth) AS ("
-        "  SELECT trace_id, span_id, parent_span_id, NULL::VARCHAR, 0 FROM llm WHERE agent IS NULL"
-        "  UNION ALL SELECT w.trace_id, w.span_id, a.parent_span_id,"
-        "   CASE WHEN a.operation = ? THEN a.agent END, w.depth + 1"
-        "  FROM walk w JOIN anc a ON a.trace_id = w.trace_id AND a.span_id = w.parent"
-        "  WHERE w.owner IS NULL AND w.depth < 64),"
-        " owners AS (SELECT trace_id, span_id, any_value(owner) AS owner FROM walk"
-        "  WHERE owner IS NOT NULL GROUP BY ALL)"
-        " SELECT coalesce(llm.agent, o.owner) AS who, llm.model, sum(tin)::BIGINT, sum(tout)::BIGINT"
-        " FROM llm LEFT JOIN owners o ON o.trace_id = llm.trace_id AND o.span_id = llm.span_id"
-        " GROUP BY ALL"
+    window = f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm}){only}"
+    window_params = [lo, hi, *sc.LLM_OPERATIONS, *only_params]
+    agents_sql = (
         " UNION ALL SELECT DISTINCT agent, NULL, 0, 0 FROM spans"
-        f"  WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL{only}",
-        [lo, hi, *sc.LLM_OPERATIONS, *only_params, since, sc.OP_AGENT, lo, hi, sc.OP_AGENT, *only_params],
+        f"  WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL{only}"
     )
+    agents_params = [lo, hi, sc.OP_AGENT, *only_params]
+    bare = store.query(f"SELECT count(*) FROM spans{window} AND agent IS NULL", window_params)[0][0]
+    if not bare:  # every LLM span names its agent: no ancestor walk (the same answer, much cheaper)
+        rows = store.query(
+            "SELECT agent, model, sum(coalesce(input_tokens, 0))::BIGINT,"
+            f" sum(coalesce(output_tokens, 0))::BIGINT FROM spans{window} GROUP BY ALL{agents_sql}",
+            [*window_params, *agents_params],
+        )
+    else:
+        rows = store.query(
+            "WITH RECURSIVE llm AS ("
+            " SELECT trace_id, span_id, parent_span_id, agent, model,"
+            f"  coalesce(input_tokens, 0) AS tin, coalesce(output_tokens, 0) AS tout FROM spans{window}),"
+            " anc AS (SELECT trace_id, span_id, parent_span_id, operation, agent FROM spans"
+            "  WHERE end_ns >= ? AND trace_id IN (SELECT trace_id FROM llm WHERE agent IS NULL)),"
+            " walk(trace_id, span_id, parent, owner, depth) AS ("
+            "  SELECT trace_id, span_id, parent_span_id, NULL::VARCHAR, 0 FROM llm WHERE agent IS NULL"
+            "  UNION ALL SELECT w.trace_id, w.span_id, a.parent_span_id,"
+            "   CASE WHEN a.operation = ? THEN a.agent END, w.depth + 1"
+            "  FROM walk w JOIN anc a ON a.trace_id = w.trace_id AND a.span_id = w.parent"
+            "  WHERE w.owner IS NULL AND w.depth < 64),"
+            " owners AS (SELECT trace_id, span_id, any_value(owner) AS owner FROM walk"
+            "  WHERE owner IS NOT NULL GROUP BY ALL)"
+            " SELECT coalesce(llm.agent, o.owner) AS who, llm.model, sum(tin)::BIGINT, sum(tout)::BIGINT"
+            " FROM llm LEFT JOIN owners o ON o.trace_id = llm.trace_id AND o.span_id = llm.span_id"
+            f" GROUP BY ALL{agents_sql}",
+            [
+                *window_params,
+                since if since is not None else trace_lookback(store, lo, hi),
+                sc.OP_AGENT,
+                *agents_params,
+            ],
+        )
     per: dict[str, dict[str, Any]] = {}
     unattributed = {"input_tokens": 0, "output_tokens": 0}
     for who, model, tin, tout in rows:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from reach_collector.handoff_outcome import ERROR_CODE, outcomes_sql
-from reach_collector.metrics import agent_tokens, trace_lookback
+from reach_collector.metrics import agent_tokens
 from reach_collector.store.base import TraceStore
 from reach_collector.views import iso
 
@@ -34,6 +34,7 @@ EDGE_COUNTS: Final[Mapping[str, tuple[str, ...]]] = {
 # Handoffs the target took on: the commit rate's denominator (§11).
 TAKEN: Final = (hf.ACCEPTED, hf.RUNNING, hf.COMMITTED, hf.FAILED)
 _LLM: Final = tuple(sc.LLM_OPERATIONS)
+_MODES: Final = (*hf.MODES, sc.TRANSFER_PASS_CONTROL, sc.TRANSFER_RETURN_TO_CALLER)
 _USER_PATH: Final = '$."' + sc.USER_ID + '"'
 # What a budget is kept per: the key of an LLM span (user.id is no promoted column: read from the
 # attributes JSON, only of the LLM spans the window and operation filters already kept).
@@ -61,17 +62,23 @@ def edges(
         where,
         where_params,
     )
+    # One count per known status and mode (a MAP aggregate such as histogram() costs ten times
+    # more); what is none of them is ``other``.
+    by_status = ", ".join("count(*) FILTER (WHERE status = ?)" for _ in hf.STATES)
+    by_mode = ", ".join("count(*) FILTER (WHERE handoff_mode = ?)" for _ in _MODES)
     rows = store.query(
-        f"{cte} SELECT handoff_source, handoff_target, count(*), histogram(status), histogram(handoff_mode),"
+        f"{cte} SELECT handoff_source, handoff_target, count(*), count(handoff_mode), {by_status}, {by_mode},"
         " count(*) FILTER (WHERE inferred), quantile_cont(duration_ms, 0.95),"
         " count(*) FILTER (WHERE loop_detected)"
         " FROM e GROUP BY ALL ORDER BY 3 DESC, 1 NULLS LAST, 2 NULLS LAST",
-        params,
+        [*params, *hf.STATES, *_MODES],
     )
     out = []
-    for source, target, n, statuses, modes, inferred, p95, loops in rows:
-        statuses = {str(k): int(v) for k, v in (statuses or {}).items()}
-        modes = {str(k): int(v) for k, v in (modes or {}).items()}
+    k, m = len(hf.STATES), len(_MODES)
+    for source, target, n, with_mode, *counts in rows:
+        statuses = _named(hf.STATES, counts[:k], int(n))
+        modes = _named(_MODES, counts[k : k + m], int(with_mode))
+        inferred, p95, loops = counts[k + m :]
         edge: dict[str, Any] = {
             "source": source,
             "target": target,
@@ -89,6 +96,13 @@ def edges(
             modes=dict(sorted(modes.items())),
         )
         out.append(edge)
+    return out
+
+
+def _named(names: tuple[str, ...], counts: list[Any], total: int) -> dict[str, int]:
+    out = {name: int(c) for name, c in zip(names, counts, strict=True) if c}
+    if total > sum(out.values()):
+        out["other"] = total - sum(out.values())
     return out
 
 
@@ -115,10 +129,9 @@ def topology(
     Every agent that made a call, spent tokens or sits at either end of a handoff is a node;
     ``cost_usd`` is null when one of its models is not in the price table (unknown, never 0)."""
     lo, hi = now_ns - int(window_s * _NS), now_ns
-    since = trace_lookback(store, lo, hi)
     calls = _agent_calls(store, lo, hi, service)
-    found = edges(store, lo, hi, since, service)
-    tokens = {a["agent"]: a for a in agent_tokens(store, lo, hi, since, prices or {}, service)["agents"]}
+    found = edges(store, lo, hi, None, service)  # the outcome search starts at the first handoff
+    tokens = {a["agent"]: a for a in agent_tokens(store, lo, hi, None, prices or {}, service)["agents"]}
     names = set(calls) | set(tokens)
     names |= {name for e in found for name in (e["source"], e["target"]) if name is not None}
     nodes = []

@@ -7,9 +7,10 @@ A handoff span also carries ``handoff``: its one outcome (SPEC §11, ``handoff_o
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import time
 from typing import Any, Final
 
+import orjson
 from reach_collector.handoff_outcome import from_target, is_recorded, next_run
 
 from reach_otel import semconv as sc
@@ -21,14 +22,30 @@ MAX_TREE_DEPTH: Final = 128
 
 
 def iso(ns: int) -> str:
-    """Unix nanoseconds → UTC ISO-8601 with microseconds and a Z."""
+    """Unix nanoseconds → UTC ISO-8601 with microseconds (left out when zero, as
+    ``datetime.isoformat`` does) and a Z."""
     seconds, rem = divmod(int(ns), 1_000_000_000)
-    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=rem // 1000)
-    return stamp.isoformat().replace("+00:00", "Z")
+    micros = rem // 1000
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{stamp}.{micros:06d}Z" if micros else f"{stamp}Z"
 
 
 def _load(text: str | None, empty: Any) -> Any:
-    return json.loads(text) if text else empty
+    if not text:
+        return empty
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN, Infinity, integers beyond 64 bits: the stdlib takes them
+        return json.loads(text)
+
+
+def dumps(value: Any) -> bytes:
+    """JSON bytes of a view, in one pass (orjson); what orjson refuses (integers beyond 64 bits,
+    very deep nesting) goes through the stdlib encoder instead."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def span_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -61,8 +78,9 @@ def span_json(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def trace_json(trace_id: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The full trace: spans ordered by start time (duplicates from exporter retries dropped)."""
+def trace_json(trace_id: str, rows: list[dict[str, Any]], *, tree: bool = True) -> dict[str, Any]:
+    """The full trace: spans ordered by start time (duplicates from exporter retries dropped) and,
+    unless ``tree`` is false, the nested ``roots`` tree that repeats every span."""
     seen: set[str] = set()
     spans: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
@@ -81,7 +99,10 @@ def trace_json(trace_id: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     for row, span in zip(kept, spans, strict=True):
         if row["operation"] == sc.OP_HANDOFF:
             span["handoff"] = handoff_json(row, runs)
-    return {"trace_id": trace_id, "span_count": len(spans), "spans": spans, "roots": build_tree(spans)}
+    out: dict[str, Any] = {"trace_id": trace_id, "span_count": len(spans), "spans": spans}
+    if tree:
+        out["roots"] = build_tree(spans)
+    return out
 
 
 def handoff_json(row: dict[str, Any], runs: dict[str, list[tuple[int, str, int]]]) -> dict[str, Any]:

@@ -6,16 +6,17 @@ import math
 import re
 from typing import Any, Final
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Response
 from reach_collector.api.timeparse import parse_time_ns
 from reach_collector.store.duckdb_store import TraceFilter
-from reach_collector.views import summary_json, trace_json
+from reach_collector.views import dumps, summary_json, trace_json
 
 TRACE_ID_RE: Final = re.compile(r"^[0-9a-fA-F]{32}$")
 DEFAULT_LIMIT: Final = 20
 MAX_LIMIT: Final = 1000
 _MAX_ATTR_FILTERS: Final = 16
 _KNOWN: Final = frozenset({"service", "agent", "status", "since", "until", "min_duration_ms", "limit"})
+_BOOLEANS: Final = {"true": True, "1": True, "false": False, "0": False}
 
 router = APIRouter()
 
@@ -26,13 +27,25 @@ def parse_trace_id(value: str) -> str:
     return value.lower()
 
 
+def parse_tree(value: str | None) -> bool:
+    """``tree=false`` leaves the nested ``roots`` out (the console builds it from ``spans``)."""
+    if value is None:
+        return True
+    flag = _BOOLEANS.get(value.lower())
+    if flag is None:
+        raise HTTPException(400, f"tree must be 'true' or 'false', got {value[:40]!r}")
+    return flag
+
+
 @router.get("/api/traces/{trace_id}")
-def get_trace(trace_id: str, request: Request) -> dict[str, Any]:
+def get_trace(trace_id: str, request: Request) -> Response:
     tid = parse_trace_id(trace_id)
+    tree = parse_tree(request.query_params.get("tree"))
     rows = request.app.state.store.trace_spans(tid)
     if not rows:
         raise HTTPException(404, f"trace {tid} not found")
-    return trace_json(tid, rows)
+    # Serialised once, straight to bytes: the default encoder walks every span dict first.
+    return Response(dumps(trace_json(tid, rows, tree=tree)), media_type="application/json")
 
 
 def parse_filter(params: list[tuple[str, str]], now_s: float) -> TraceFilter:

@@ -3,27 +3,15 @@ handoff spans.
 
 LangGraph reports every graph, node task, model and tool run to the callback handlers of its
 config; the instrumentor adds this one to every run through LangChain's configure hook. Spans are
-parented through the run tree, never through whatever context happens to be current. What a
-node's own code calls (the OpenAI client, ``@reach_otel.tool`` functions) nests under the right
-span because that span is made current where it cannot outlive its run:
-
-- under a sync callback manager, each node, model and tool run's span is current from its start to
-  its end (the two callbacks run in one Context);
-- under an async manager, chain and model runs end in a shielded copy of the Context, so nothing
-  attached at their start could be undone in the caller's: a span is attached only in a Context
-  that is the run's own — a task other than the one the caller awaits the graph in (LangGraph's
-  task for a node, the one it runs a node's function in) — and tool runs, which end where they
-  started, as under a sync manager;
-- when a node turns out to be an agent, its span is made current there too, for the rest of it.
-
-A graph root is never attached: the caller's Context is left as it was. Every step is guarded:
-the graph never sees our failures, except :class:`~reach_otel.HopLimitExceeded` when the
+parented through the run tree, never through whatever context happens to be current; a span is
+made current only where it cannot outlive its run (:mod:`.activation`), so that what a node's own
+code calls (the OpenAI client, ``@reach_otel.tool`` functions) nests under it. Every step is
+guarded: the graph never sees our failures, except :class:`~reach_otel.HopLimitExceeded` when the
 application asked for it (``on_loop="raise"``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import sys
 import time
@@ -40,6 +28,12 @@ from reach_otel._safety import logger
 from reach_otel.errors import HopLimitExceeded
 from reach_otel.handler import TelemetryHandler
 from reach_otel.instrumentation.langgraph import agents, extract
+from reach_otel.instrumentation.langgraph.activation import (
+    async_dispatch,
+    current_task,
+    in_context,
+    may_attach,
+)
 from reach_otel.instrumentation.langgraph.runs import Kind, Run, Scope
 from reach_otel.invocations import LLMInvocation, ToolInvocation
 
@@ -50,38 +44,6 @@ _OPENAI_INSTRUMENTATION = "reach_otel.instrumentation.openai"
 _OPENAI_PROVIDERS = frozenset({"openai", "azure.ai.openai"})
 #: Exceptions that end a run without it failing: LangGraph's control flow, a stream closed early.
 _FLOW = (GraphBubbleUp, GeneratorExit)
-_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
-
-
-def _async_dispatch(depth: int = 1) -> bool:
-    """True when an async callback manager called us (its dispatcher is a coroutine), whose end
-    callbacks then run in a copy of the Context; a sync manager calls start and end in one.
-
-    ``depth``: how many of our own frames lie between the event method and this call."""
-    frame: Any = sys._getframe(depth + 2)  # skip this, our frames and the event method's _guarded
-    for _ in range(3):
-        if frame is None:
-            return False
-        if frame.f_code.co_flags & _CO_COROUTINE:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _current_task() -> object | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no event loop running in this thread
-        return None
-
-
-def _may_attach(run: Run, asynchronous: bool) -> bool:
-    """Whether ``run``'s span may be made current here: always under a sync manager; under an async
-    one only in a task other than the caller's, whose Context is the run's own and ends with it."""
-    if not asynchronous:
-        return True
-    task = _current_task()
-    return task is not None and task is not run.root().task
 
 
 def _guarded(fn: F) -> F:
@@ -104,14 +66,6 @@ def openai_instrumentation_active() -> bool:
     """True while reach_otel's OpenAI instrumentation is applied: it then makes the chat spans."""
     module = sys.modules.get(_OPENAI_INSTRUMENTATION)
     return bool(module is not None and getattr(module, "is_active", lambda: False)())
-
-
-def _in(ctx: otel_context.Context, start: Callable[[], Any]) -> Any:
-    token = otel_context.attach(ctx)
-    try:
-        return start()
-    finally:
-        otel_context.detach(token)
 
 
 class LangGraphCallbackHandler(BaseCallbackHandler):
@@ -170,7 +124,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         if parent.scope is None:  # the first node of a graph run inside a node: a subgraph
             parent.kind, parent.scope = Kind.GRAPH, Scope()
             promoted = agents.on_subgraph(parent)
-            if promoted is not None and _may_attach(parent, _async_dispatch()):
+            if promoted is not None and may_attach(parent, async_dispatch()):
                 otel_context.attach(promoted.ctx)  # this Context is the subgraph's own: it ends with it
         node = Run(Kind.NODE, str(name), parent.handler, parent, step=step, start_ns=time.time_ns())
         scope = parent.scope
@@ -183,7 +137,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         self._runs[run_id] = node
         if override is True or isinstance(override, str):
             agents.promote(node)
-        if _may_attach(node, _async_dispatch()):
+        if may_attach(node, async_dispatch()):
             node.activate()
 
     def _start_root(self, run_id: UUID, name: str, metadata: Mapping[str, Any] | None) -> None:
@@ -197,7 +151,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             if sc.GEN_AI_CONVERSATION_ID not in attrs:  # a session's id wins over the thread's
                 workflow.span.set_attribute(sc.GEN_AI_CONVERSATION_ID, thread)
         root = Run(Kind.ROOT, name, handler, own=workflow.ctx, inv=workflow, scope=Scope())
-        root.start_ns, root.task = time.time_ns(), _current_task()
+        root.start_ns, root.task = time.time_ns(), current_task()
         lc_agent = extract.agent_name(metadata)
         if lc_agent:  # a create_agent graph: the whole run is that agent
             agents.start_agent(root, lc_agent, root.start_ns, parent=workflow.ctx)
@@ -253,7 +207,8 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             scope = root.scope
             observed = scope.last_step if scope is not None else None
             limit = extract.recursion_limit(error)
-            _in(root.ctx(), lambda: root.handler.gate("recursion_limit", limit=limit, observed=observed))
+            gate = root.handler.gate
+            in_context(root.ctx(), lambda: gate("recursion_limit", limit=limit, observed=observed))
         agents.finish_node(root, error)
         workflow = root.inv
         if workflow is not None:
@@ -303,7 +258,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
         if parent is None:
             return
-        attach = _may_attach(parent, _async_dispatch(2))
+        attach = may_attach(parent, async_dispatch(2))
         if self.active:
             promoted = agents.on_model_call(parent)
             if promoted is not None and attach:
@@ -317,7 +272,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             and openai_instrumentation_active()
         )
         if self.active and not deferred:  # else the OpenAI instrumentation makes the span, here
-            inv: LLMInvocation | None = _in(
+            inv: LLMInvocation | None = in_context(
                 parent.ctx(),
                 lambda: parent.handler.start_llm(
                     model,
@@ -394,7 +349,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             self._start_handoff_tool(run, parent, destination)
         else:
             description = (serialized or {}).get("description")
-            tool: ToolInvocation | None = _in(
+            tool: ToolInvocation | None = in_context(
                 parent.ctx(),
                 lambda: parent.handler.start_tool(
                     name,

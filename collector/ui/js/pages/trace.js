@@ -1,5 +1,5 @@
 // Trace: the waterfall of every span (virtualised), the trace's agent graph, its totals, and the
-// details of the chosen span. One GET /api/traces/{id}.
+// details of the chosen span. One GET /api/traces/{id}?tree=false (the tree is built from spans).
 
 import { get } from "../api.js";
 import { AgentColors } from "../colors.js";
@@ -101,7 +101,7 @@ export async function render(root, ctx) {
   document.title = `Trace ${id.slice(0, 8)} · reach-otel`;
   performance.clearMarks();
   performance.mark("trace-start");
-  const trace = await get(`/api/traces/${encodeURIComponent(id)}`, null, ctx.signal).catch((e) => {
+  const trace = await get(`/api/traces/${encodeURIComponent(id)}`, { tree: "false" }, ctx.signal).catch((e) => {
     if (e.status === 404 || e.status === 400) return { missing: e.message };
     throw e;
   });

@@ -73,7 +73,61 @@ export function handoffOf(span) {
   };
 }
 
-/** Build the page model. Walks `roots` iteratively (a deep trace cannot overflow the stack). */
+// Deeper chains are attached at this depth, as the collector's nested tree does.
+export const MAX_TREE_DEPTH = 128;
+
+/**
+ * The tree of `spans` (ordered by start time, then span id) from their `parent_span_id`, as the
+ * collector nests `roots`: the top-level spans (orphans first, then spans on a parent cycle) and each
+ * span's children, as indexes into `spans` in start order. Iterative.
+ */
+export function spanTree(spans) {
+  const byId = new Map();
+  spans.forEach((s, i) => {
+    if (!byId.has(s.span_id)) byId.set(s.span_id, i);
+  });
+  const kids = new Map();
+  const tops = [];
+  spans.forEach((s, i) => {
+    if (byId.get(s.span_id) !== i) return; // a duplicate id: the first one stands
+    const p = s.parent_span_id;
+    const pi = p === null || p === undefined || p === s.span_id ? undefined : byId.get(p);
+    if (pi === undefined) tops.push(i);
+    else {
+      if (!kids.has(pi)) kids.set(pi, []);
+      kids.get(pi).push(i);
+    }
+  });
+  const children = new Map();
+  const placed = new Set();
+  const roots = [];
+  const attach = (root) => {
+    roots.push(root);
+    placed.add(root);
+    // [span index, the index that receives its children, depth]
+    const stack = [[root, root, 0]];
+    while (stack.length) {
+      const [i, holder, depth] = stack.pop();
+      const target = depth < MAX_TREE_DEPTH ? i : holder;
+      for (const c of kids.get(i) || []) {
+        if (placed.has(c)) continue;
+        placed.add(c);
+        if (!children.has(target)) children.set(target, []);
+        children.get(target).push(c);
+        stack.push([c, target, depth + 1]);
+      }
+    }
+  };
+  for (const i of tops) attach(i);
+  // Spans on a parent cycle were never reached from a top-level span: they become roots.
+  spans.forEach((s, i) => {
+    if (byId.get(s.span_id) === i && !placed.has(i)) attach(i);
+  });
+  for (const list of children.values()) list.sort((a, b) => a - b);
+  return { roots, children };
+}
+
+/** Build the page model from `spans` (the tree from `parent_span_id`; `roots` is not needed). */
 export function buildModel(trace) {
   const spans = Array.isArray(trace.spans) ? trace.spans : [];
   let t0 = Infinity;
@@ -94,12 +148,13 @@ export function buildModel(trace) {
       agentsSeen.push(String(a));
     }
   };
-  // [node, depth, inherited agent, parent row index]
+  // [span index, depth, inherited agent, parent row index]
+  const tree = spanTree(spans);
   const stack = [];
-  const roots = Array.isArray(trace.roots) ? trace.roots : spans;
-  for (let i = roots.length - 1; i >= 0; i--) stack.push([roots[i], 0, null, -1]);
+  for (let i = tree.roots.length - 1; i >= 0; i--) stack.push([tree.roots[i], 0, null, -1]);
   while (stack.length) {
-    const [node, depth, inherited, parent] = stack.pop();
+    const [at, depth, inherited, parent] = stack.pop();
+    const node = spans[at];
     const type = spanType(node);
     const own = node.agent ?? attr(node, n.GEN_AI_AGENT_NAME) ?? attr(node, n.REACH_AGENT_NAME) ?? null;
     const agent = own ?? inherited;
@@ -124,7 +179,7 @@ export function buildModel(trace) {
     }
     if (parent >= 0) rows[parent].childCount += 1;
     rows.push(row);
-    const children = node.children || [];
+    const children = tree.children.get(at) || [];
     for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], depth + 1, agent, index]);
   }
   // Agents named only on non-agent spans still get a colour (after the agent spans' order).

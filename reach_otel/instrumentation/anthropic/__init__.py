@@ -1,4 +1,10 @@
-"""Anthropic instrumentation: ``messages.create``, sync and async, streamed or not."""
+"""Anthropic instrumentation: ``messages.create``, sync and async, streamed or not.
+
+Recent SDKs trace their own API calls when an OpenTelemetry provider is set (one more CLIENT span per
+call, with the tokens counted a second time under the agent); while this instrumentation is on, the
+SDK's tracer lookup answers None, so each call is our ``chat`` span alone. Clients resolve their
+tracer on their first request: one that made a request before ``instrument()`` keeps the SDK's own.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,21 @@ from reach_otel.instrumentation.anthropic import extract
 from reach_otel.instrumentation.anthropic.package import _instruments
 
 _MESSAGES = "anthropic.resources.messages.messages"
+_BASE_CLIENT = "anthropic._base_client"
+
+
+def _no_sdk_tracer(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
+    return None
+
+
+def _sdk_traces() -> Any:
+    """The SDK's base-client module when it has its own tracing, else None."""
+    try:
+        import anthropic._base_client as base_client
+    except ImportError:
+        return None
+    return base_client if hasattr(base_client, "get_tracer") else None
+
 
 SPEC = LLMSpec(
     provider="anthropic",
@@ -34,12 +55,17 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         ref = handler_ref(kwargs.get("tracer_provider"))
         wrap_function_wrapper(_MESSAGES, "Messages.create", sync_wrapper(SPEC, ref))
         wrap_function_wrapper(_MESSAGES, "AsyncMessages.create", async_wrapper(SPEC, ref))
+        if _sdk_traces() is not None:
+            wrap_function_wrapper(_BASE_CLIENT, "get_tracer", _no_sdk_tracer)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         import anthropic.resources.messages.messages as messages
 
         unwrap(messages.Messages, "create")
         unwrap(messages.AsyncMessages, "create")
+        base_client = _sdk_traces()
+        if base_client is not None:
+            unwrap(base_client, "get_tracer")
 
 
 __all__ = ["AnthropicInstrumentor"]

@@ -117,24 +117,24 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
 
     @server.tool()
     async def golden_metrics(window: str = "1h", by: str | None = None) -> dict[str, Any]:
-        """Golden signals over the last ``window`` (e.g. 15m, 1h, 1d): calls, errors, error rate,
-        latency percentiles and tokens, grouped ``by`` agent (the default) or another grouping the
-        collector supports (e.g. model, tool, service)."""
+        """Golden signals over the last ``window`` (e.g. 15m, 1h, 1d): {"groups": [...]}, each with its
+        key, calls, ok, errors, success_rate, throughput_per_min and p50/p95/p99 latency in ms, grouped
+        ``by`` agent (the default) or another grouping the collector supports (e.g. model, tool)."""
         params = [("window", window)] + ([("by", by)] if by else [])
         body: dict[str, Any] = await query("/api/metrics/golden", params)
         return body
 
     @server.tool()
     async def agent_metrics(window: str = "1h") -> dict[str, Any]:
-        """Per-agent metrics over the last ``window``: runs, errors, latency, tokens, cost, handoffs in
-        and out, and each agent's heartbeat/liveness where it reports one."""
+        """Per-agent metrics over the last ``window`` (e.g. 15m, 1h): the handoff, hop and loop figures
+        and the tokens and cost of each agent, as the console's Agents page shows them."""
         body: dict[str, Any] = await query("/api/metrics/agents", [("window", window)])
         return body
 
     @server.tool()
     async def topology(window: str = "1h") -> dict[str, Any]:
-        """The agent graph over the last ``window``: nodes (agents, tools, models, services) and edges
-        (handoffs with their counts and outcomes, calls), as the collector's topology view has them."""
+        """The agent graph over the last ``window`` (e.g. 1h): nodes (agents, with calls, errors,
+        tokens and cost) and edges (the handoffs between them, with counts and outcomes)."""
         body: dict[str, Any] = await query("/api/topology", [("window", window)])
         return body
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,3 +196,17 @@ def test_compact_tree_caps_long_traces() -> None:
     lines = compact_tree(trace, max_lines=500).splitlines()
     assert len(lines) == 1 + 500 + 1
     assert lines[-1].startswith("… 200 more span(s) left out")
+
+
+def test_the_query_token_is_sent(tmp_path: Path) -> None:
+    config = tmp_path / "reach.yaml"
+    config.write_text("auth: {query_token: q-secret-1}\n")
+    with CollectorProcess(tmp_path / "traces.duckdb", "--config", str(config)) as collector:
+        with_token = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "reach_otel", "mcp", "--url", collector.url, "--token", "q-secret-1"],
+        )
+        _, (allowed,) = asyncio.run(session(with_token, [("search_traces", {})]))
+        _, (refused,) = asyncio.run(session(stdio_target(collector.url), [("search_traces", {})]))
+    assert answer(allowed) == {"traces": []}
+    assert refused.is_error and "wants a query token" in text(refused)

@@ -41,6 +41,13 @@ def test_demo_output_shows_every_behaviour(demo: tuple[str, Path]) -> None:
     assert "P1 ReachP99LatencyHigh agent=TechSupportAgent" in paged
     assert "ReachAgentHeartbeatLost" not in paged.split("deregistered")[0]  # P2 pages nobody
     assert "deregistered from the routing table (no page): ReportingAgent" in paged
+    # The report ends with the topology; the Triage → Billing edge burned its commit-rate error
+    # budget during the refund incident and paged Billing's owner (dave), not the P1 route.
+    assert "firing   P1 DeskEdgeSLO agent=BillingAgent → dave" in paged.split("agent topology")[0]
+    topology = text.rsplit("agent topology", 1)[1]
+    assert "Agent topology, last 5m" in topology and "Handoffs (source → target, mode)" in topology
+    assert "TriageAgent → BillingAgent" in topology and "TriageAgent → TechSupportAgent" in topology
+    assert "BillingAgent → TriageAgent" in topology  # the ping-pong's way back
     assert "Traceback" not in text
 
 
@@ -52,6 +59,7 @@ def test_collector_api_agrees_afterwards(demo: tuple[str, Path], tmp_path: Path)
         assert ("ReachSuccessRateLow", "BillingAgent") in fired
         assert ("ReachP99LatencyHigh", "TechSupportAgent") in fired
         assert ("ReachAgentHeartbeatLost", "ReportingAgent") in fired
+        assert ("DeskEdgeSLO", "BillingAgent") in fired
         traces = collector.get("/api/traces", agent="BillingAgent", limit=1000)["traces"]
         looped = max(traces, key=lambda t: t["hops"])
         assert looped["hops"] == 7

@@ -51,12 +51,16 @@ alerting:
     ReachSuccessRateLow: {{for: 8s, below: 0.5, window: 12s, min_calls: 5}}
     ReachP99LatencyHigh: {{for: 5s, factor: 1.5, window: 12s, min_calls: 3}}
     ReachAgentHeartbeatLost: {{for: 0s, after: 5s}}
+    # Triage → Billing commits less once refunds fail: its error budget burns, Billing's owner is paged.
+    DeskEdgeSLO:
+      {{type: edge_slo, objective: 0.9, min_handoffs: 3, windows: [{{long: 12s, short: 4s, factor: 2}}]}}
   repeat: 15s
 users:
   alice: {{webhook: "{pager.webhook("alice")}"}}
   bob: {{webhook: "{pager.webhook("bob")}"}}
   carol: {{webhook: "{pager.webhook("carol")}"}}
   mgr: {{webhook: "{pager.webhook("mgr")}"}}
+  dave: {{webhook: "{pager.webhook("dave")}"}}
 schedules:
   primary:
     layers:
@@ -67,6 +71,8 @@ routing:
   P0: {{escalation_policy: p0}}
   P1: {{notify: {{users: [bob, carol]}}}}
   P2: {{action: deregister, page: false}}
+owners:
+  BillingAgent: {{users: [dave]}}  # edge SLOs page the owner of the target agent
 """
 
 
@@ -286,6 +292,14 @@ def _show_alerts(collector: Collector, console: Console, *, pager: Pager) -> Non
         console.print(f"deregistered from the routing table (no page): {', '.join(map(str, deregistered))}")
 
 
+def _show_topology(collector: Collector, console: Console) -> None:
+    """The agents and the handoffs between them, as ``reach-otel topology`` prints them."""
+    from reach_collector.cli.topology import print_topology
+
+    console.rule("agent topology")
+    print_topology(collector.get("/api/topology", window="5m"), timezone.utc)
+
+
 def _section(show: Any, collector: Collector, console: Console) -> Any:
     """Print one part of the report; a part the collector cannot answer says so and the rest goes on."""
     from reach_collector.cli.client import QueryError
@@ -307,6 +321,7 @@ def _show_serving(collector: Collector, trace_id: str | None, console: Console) 
     if trace_id:
         lines.append(f"reach-otel trace {trace_id}")
     lines += ["reach-otel metrics --window 5m", "reach-otel metrics --agents", "reach-otel alerts"]
+    lines.append("reach-otel topology --window 5m")
     for line in lines:
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     console.print(
@@ -351,6 +366,7 @@ def run_demo(args: argparse.Namespace) -> int:
             for section in (_show_golden, _show_multi_agent):
                 _section(section, collector, console)
             _section(functools.partial(_show_alerts, pager=pager), collector, console)
+            _section(_show_topology, collector, console)
             if args.serve:
                 _show_serving(collector, trace_id, console)
                 with contextlib.suppress(KeyboardInterrupt):

@@ -9,7 +9,9 @@ from reach_otel import __version__
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "reach_otel", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "reach_otel", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_help_lists_the_demo() -> None:

@@ -23,7 +23,9 @@ class Receiver:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.beats.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})
+                outer.beats.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("authorization")}
+                )
                 self.send_response(202)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -42,7 +44,11 @@ def test_beats_arrive_periodically_with_the_ingest_headers(make_recorder) -> Non
     receiver = Receiver()
     try:
         beat = reach_otel.heartbeat(
-            "billing-1", every=0.05, collector=receiver.url, endpoint="http://billing:8000", capabilities=["refund"]
+            "billing-1",
+            every=0.05,
+            collector=receiver.url,
+            endpoint="http://billing:8000",
+            capabilities=["refund"],
         )
         deadline = time.monotonic() + 5
         while len(receiver.beats) < 3 and time.monotonic() < deadline:
@@ -57,7 +63,11 @@ def test_beats_arrive_periodically_with_the_ingest_headers(make_recorder) -> Non
     assert count >= 3
     first = receiver.beats[0]
     assert first["path"] == "/api/heartbeats"
-    assert first["body"] == {"agent_id": "billing-1", "endpoint": "http://billing:8000", "capabilities": ["refund"]}
+    assert first["body"] == {
+        "agent_id": "billing-1",
+        "endpoint": "http://billing:8000",
+        "capabilities": ["refund"],
+    }
     assert first["auth"] == "Bearer ingest-secret"
     assert beat.sent == count
 

@@ -29,6 +29,7 @@ from reach_collector.config import DEFAULT_MAX_ROW_BYTES
 from reach_collector.ingest import fast
 from reach_collector.ingest.decode import JSON, BodyTooLarge, _list, json_request, load_json, parse_for_rows
 from reach_collector.ingest.rows import SpanBatch, flatten
+from reach_collector.ingest.split import Malformed, varint
 
 __all__ = [
     "DEFAULT_MAX_ROW_BYTES",
@@ -103,23 +104,6 @@ def _encoded_size(value: Any, kind: type[Message]) -> int:
     return message.ByteSize()
 
 
-class _Malformed(Exception):
-    pass
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise _Malformed
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
 def _walk(buf: bytes, start: int, end: int, keep: bool) -> tuple[int, int, list[tuple[int, int]]]:
     """The message ``buf[start:end]`` → (payload bytes of its field 1, how many field-2 records it
     has, and when ``keep`` their payloads' (start, end)): a resource or scope header and its child
@@ -133,30 +117,30 @@ def _walk(buf: bytes, start: int, end: int, keep: bool) -> tuple[int, int, list[
             if size < 0x80:
                 payload = pos + 2
             else:
-                size, payload = _varint(buf, pos + 1)
+                size, payload = varint(buf, pos + 1)
             pos = payload + size
             if pos > end:
-                raise _Malformed
+                raise Malformed
             count += 1
             if keep:
                 children.append((payload, pos))
             continue
-        key, pos = _varint(buf, pos)
+        key, pos = varint(buf, pos)
         field, wire = key >> 3, key & 7
         payload = pos
         if wire == _LEN:
-            size, payload = _varint(buf, pos)
+            size, payload = varint(buf, pos)
             pos = payload + size
         elif wire == _VARINT:
-            _, pos = _varint(buf, pos)
+            _, pos = varint(buf, pos)
         elif wire == _I64:
             pos += 8
         elif wire == _I32:
             pos += 4
         else:
-            raise _Malformed
+            raise Malformed
         if pos > end or field == 0:
-            raise _Malformed
+            raise Malformed
         if wire == _LEN and field == _HEADER:
             header += pos - payload
         elif wire == _LEN and field == _CHILD:  # a tag written in more bytes than it needs
@@ -174,13 +158,13 @@ def framing_cost(raw: bytes) -> Cost | None:
         pos, end = 0, len(raw)
         resources: list[tuple[int, int]] = []
         while pos < end:  # the request's own fields: only resource_spans (1) is a message
-            key, pos = _varint(raw, pos)
+            key, pos = varint(raw, pos)
             field, wire = key >> 3, key & 7
             if wire != _LEN:
-                raise _Malformed
-            size, pos = _varint(raw, pos)
+                raise Malformed
+            size, pos = varint(raw, pos)
             if pos + size > end or field == 0:
-                raise _Malformed
+                raise Malformed
             if field == _RESOURCE_SPANS:
                 resources.append((pos, pos + size))
             pos += size
@@ -190,7 +174,7 @@ def framing_cost(raw: bytes) -> Cost | None:
                 scope, count, _ = _walk(raw, s_start, s_end, keep=False)
                 spans += count
                 total += count * (resource + scope)
-    except _Malformed:
+    except Malformed:
         return None
     return Cost(total, spans)
 

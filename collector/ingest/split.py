@@ -18,15 +18,16 @@ _CHILD: Final = 2  # ResourceSpans.scope_spans and ScopeSpans.spans are both fie
 _TOP: Final = 1  # ExportTraceServiceRequest.resource_spans
 
 
-class _Malformed(Exception):
-    pass
+class Malformed(Exception):
+    """The framing of a request is broken (the split and the cost walk both stop on it)."""
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``buf[pos]`` and the position after it; raises ``Malformed``."""
     result = shift = 0
     while True:
         if pos >= len(buf) or shift > 63:
-            raise _Malformed
+            raise Malformed
         byte = buf[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
@@ -43,25 +44,25 @@ def _records(buf: bytes, start: int, end: int, child: int) -> tuple[bytes, list[
     pos = start
     while pos < end:
         record = pos
-        key, pos = _varint(buf, pos)
+        key, pos = varint(buf, pos)
         field, wire = key >> 3, key & 7
         if wire == _LEN:
-            size, pos = _varint(buf, pos)
+            size, pos = varint(buf, pos)
             payload, pos = pos, pos + size
         elif wire == _VARINT:
             payload = pos
-            _, pos = _varint(buf, pos)
+            _, pos = varint(buf, pos)
         elif wire == _I64:
             payload, pos = pos, pos + 8
         elif wire == _I32:
             payload, pos = pos, pos + 4
         else:
-            raise _Malformed
+            raise Malformed
         if pos > end or field == 0:
-            raise _Malformed
+            raise Malformed
         if field == child:
             if wire != _LEN:
-                raise _Malformed
+                raise Malformed
             children.append((record, payload, pos))
         else:
             header.append(buf[record:pos])
@@ -96,7 +97,7 @@ def split_request(body: bytes, parts: int, min_spans: int = 64) -> list[bytes] |
                 scope_list.append((s_header, [(rec, end) for rec, _, end in spans]))
                 total += len(spans)
             tree.append((r_header, scope_list))
-    except _Malformed:
+    except Malformed:
         return None
     parts = min(parts, total // max(1, min_spans))
     if parts < 2:

@@ -4,11 +4,8 @@ Prometheus scraping a target every second with the shipped rules loaded."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +16,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "collector"))
 
 from collector_process import free_port
-from dashboard_helpers import DASHBOARDS, PromTools, ensure_prometheus_tools, start_test_collector
+from dashboard_helpers import (
+    PromTools,
+    ensure_prometheus_tools,
+    start_prometheus,
+    start_test_collector,
+    stop_processes,
+)
 
 
 @pytest.fixture(scope="session")
@@ -46,48 +49,9 @@ def prometheus(prom_tools: PromTools, tmp_path: Path) -> Iterator[Callable[[str]
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(target: str) -> str:
-        port = free_port()
-        config = tmp_path / "prometheus.yml"
-        config.write_text(
-            json.dumps(  # JSON is YAML
-                {
-                    "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                    "rule_files": [str(DASHBOARDS / "prometheus" / "reach-rules.yml")],
-                    "scrape_configs": [
-                        {"job_name": "reach-collector", "static_configs": [{"targets": [target]}]}
-                    ],
-                }
-            )
+        return start_prometheus(
+            prom_tools.prometheus, tmp_path, free_port(), target, ("reach-rules.yml",), procs
         )
-        log = (tmp_path / "prometheus.log").open("wb")
-        procs.append(
-            subprocess.Popen(
-                [
-                    prom_tools.prometheus,
-                    f"--config.file={config}",
-                    f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        )
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "/-/ready", timeout=1).read()
-                return url
-            except OSError:
-                if time.monotonic() > deadline or procs[-1].poll() is not None:
-                    raise RuntimeError((tmp_path / "prometheus.log").read_text()[-2000:]) from None
-                time.sleep(0.2)
 
     yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    stop_processes(procs)

@@ -140,3 +140,55 @@ def numbers(result: dict[str, Any]) -> list[float]:
     if data["resultType"] == "scalar":
         return [float(data["result"][1])]
     return [float(sample["value"][1]) for sample in data["result"]]
+
+
+def start_prometheus(
+    binary: str, tmp_path: Path, port: int, target: str, rule_files: tuple[str, ...], procs: list[Any]
+) -> str:
+    """Start Prometheus on ``port`` scraping ``target`` and evaluating ``rule_files`` (names under
+    dashboards/prometheus/) every second; the process is appended to ``procs``. Returns its URL once ready."""
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        json.dumps(  # JSON is YAML
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(DASHBOARDS / "prometheus" / name) for name in rule_files],
+                "scrape_configs": [
+                    {"job_name": "reach-collector", "static_configs": [{"targets": [target]}]}
+                ],
+            }
+        )
+    )
+    log = tmp_path / "prometheus.log"
+    procs.append(
+        subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/-/ready", timeout=1).read()
+            return url
+        except OSError:
+            if time.monotonic() > deadline or procs[-1].poll() is not None:
+                raise RuntimeError(log.read_text()[-2000:]) from None
+            time.sleep(0.2)
+
+
+def stop_processes(procs: list[Any]) -> None:
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)

@@ -4,11 +4,9 @@ scraping it every second (Debian's package, as the dashboards tests use it)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dashboards"))
 from collector_process import free_port
-from dashboard_helpers import DASHBOARDS, ensure_prometheus_tools
+from dashboard_helpers import ensure_prometheus_tools, start_prometheus, stop_processes
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -76,48 +74,7 @@ def prometheus(tmp_path: Path) -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(target: str, rule_files: tuple[str, ...] = ()) -> str:
-        port = free_port()
-        config = tmp_path / "prometheus.yml"
-        config.write_text(
-            json.dumps(  # JSON is YAML
-                {
-                    "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                    "rule_files": [str(DASHBOARDS / "prometheus" / name) for name in rule_files],
-                    "scrape_configs": [
-                        {"job_name": "reach-collector", "static_configs": [{"targets": [target]}]}
-                    ],
-                }
-            )
-        )
-        log = tmp_path / "prometheus.log"
-        procs.append(
-            subprocess.Popen(
-                [
-                    tools.prometheus,
-                    f"--config.file={config}",
-                    f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                ],
-                stdout=log.open("wb"),
-                stderr=subprocess.STDOUT,
-            )
-        )
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "/-/ready", timeout=1).read()
-                return url
-            except OSError:
-                if time.monotonic() > deadline or procs[-1].poll() is not None:
-                    raise RuntimeError(log.read_text()[-2000:]) from None
-                time.sleep(0.2)
+        return start_prometheus(tools.prometheus, tmp_path, free_port(), target, rule_files, procs)
 
     yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    stop_processes(procs)

@@ -11,6 +11,8 @@ from reach_collector.store.duckdb_store import TraceFilter
 
 
 class TraceStore(Protocol):
+    dialect: str  # "duckdb" or "clickhouse": which SQL ``query`` takes
+
     # writing: called from the writer thread only
     def write(self, table: pa.Table, parts: pa.Table) -> None: ...
 

@@ -65,6 +65,8 @@ def _out_of_memory(exc: BaseException) -> bool:
 class DuckDBStore:
     """Spans and the trace lookup table in one DuckDB database (a file, or ``:memory:``)."""
 
+    dialect = "duckdb"  # the SQL the query modules speak to it (reach_collector.store.dialect)
+
     def __init__(
         self,
         path: str | os.PathLike[str] = MEMORY,

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from reach_collector.handoff_outcome import outcomes_sql
 from reach_collector.store.base import TraceStore
+from reach_collector.store.dialect import dialect_of
 from reach_collector.views import iso
 
 from reach_otel import handoff_state as hf
@@ -31,7 +32,7 @@ __all__ = [
 
 _NS: Final = 1_000_000_000
 _ERROR: Final = 2  # OTLP STATUS_CODE_ERROR
-_QUANTILES: Final = "[0.5, 0.95, 0.99]"
+_QUANTILES: Final = (0.5, 0.95, 0.99)
 MAX_POINTS: Final = 11_000  # per series, as Prometheus' query_range
 
 _LLM_IN: Final = "(" + ", ".join("?" * len(sc.LLM_OPERATIONS)) + ")"
@@ -88,18 +89,18 @@ def golden(store: TraceStore, now_ns: int, window_s: float, by: str = "agent") -
     """
     column, where, params = _grouping(by)
     lo, hi = _window(now_ns, window_s)
-    rows = store.query(
-        f"SELECT {column}, GROUPING({column}), count(*), count(*) FILTER (WHERE status_code = ?), "
-        f"quantile_cont(duration_ms, {_QUANTILES}) "
-        f"FROM spans WHERE end_ns > ? AND end_ns <= ? AND {where} "
-        f"GROUP BY GROUPING SETS (({column}), ()) ORDER BY 2 DESC, 1 NULLS LAST",
-        [_ERROR, lo, hi, *params],
+    d = dialect_of(store)
+    sql, repeat = d.grouped_with_total(
+        column,
+        f"count(*), countIf(status_code = {_ERROR}), {d.quantiles('duration_ms', _QUANTILES)}",
+        f"spans WHERE end_ns > ? AND end_ns <= ? AND {where}",
     )
+    rows = sorted(store.query(sql, [lo, hi, *params] * repeat), key=lambda r: (r[1] == 0, r[0] is None, r[0]))
     minutes = window_s / 60
     groups = []
     total = _stats(0, 0, None, minutes)
     for key, is_total, calls, errors, qs in rows:
-        stats = _stats(int(calls), int(errors), qs, minutes)
+        stats = _stats(int(calls), int(errors or 0), qs, minutes)
         if is_total:
             total = stats
         else:
@@ -124,12 +125,14 @@ def timeseries(
     points = -(-(now_ns - since_ns) // step_ns)
     if points > MAX_POINTS:
         raise ValueError(f"too many points ({points}); use a larger step or a later since")
+    d = dialect_of(store)
     rows = store.query(
-        f"SELECT {column}, (end_ns - ? - 1) // ? AS bucket, count(*), "
-        f"count(*) FILTER (WHERE status_code = ?), quantile_cont(duration_ms, {_QUANTILES}) "
-        f"FROM spans WHERE end_ns > ? AND end_ns <= ? AND {where} GROUP BY ALL ORDER BY 1 NULLS LAST, 2",
-        [since_ns, step_ns, _ERROR, since_ns, now_ns, *params],
+        f"SELECT {column}, {d.int_div('end_ns - ? - 1', '?')} AS bucket, count(*), "
+        f"countIf(status_code = {_ERROR}), {d.quantiles('duration_ms', _QUANTILES)} "
+        f"FROM spans WHERE end_ns > ? AND end_ns <= ? AND {where} GROUP BY {column}, bucket",
+        [since_ns, step_ns, since_ns, now_ns, *params],
     )
+    rows.sort(key=lambda r: (r[0] is None, r[0], r[1]))
     empty: float | None = 0 if metric in ("calls", "ok", "errors", "throughput") else None
     series: dict[Any, list[Any]] = {}
     for key, bucket, calls, errors, qs in rows:
@@ -173,26 +176,41 @@ def agent_window_stats(store: TraceStore, now_ns: int, window_s: float) -> dict[
     ``errors``, ``p99_ms`` (failed calls included) and ``service`` (its most frequent service).
     The shape the alert rules read (one query, bounded by the window)."""
     lo, hi = _window(now_ns, window_s)
+    d = dialect_of(store)
+    window = "FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL"
     rows = store.query(
-        "SELECT agent, count(*), count(*) FILTER (WHERE status_code = ?), "
-        "quantile_cont(duration_ms, 0.99), mode(service) "
-        "FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL "
-        "GROUP BY agent ORDER BY agent",
-        [_ERROR, lo, hi, sc.OP_AGENT],
+        f"SELECT agent, count(*), countIf(status_code = {_ERROR}), {d.quantile('duration_ms', 0.99)} "
+        f"{window} GROUP BY agent",
+        [lo, hi, sc.OP_AGENT],
     )
+    # its most frequent service; a tie goes to the first name
+    services: dict[str, tuple[int, str]] = {}
+    for agent, service, n in store.query(
+        f"SELECT agent, service, count(*) {window} AND service IS NOT NULL GROUP BY agent, service",
+        [lo, hi, sc.OP_AGENT],
+    ):
+        best = services.get(agent)
+        if best is None or (-int(n), service) < (-best[0], best[1]):
+            services[agent] = (int(n), service)
     return {
-        agent: {"calls": int(calls), "errors": int(errors), "p99_ms": p99, "service": service}
-        for agent, calls, errors, p99, service in rows
+        agent: {
+            "calls": int(calls),
+            "errors": int(errors),
+            "p99_ms": p99,
+            "service": services[agent][1] if agent in services else None,
+        }
+        for agent, calls, errors, p99 in sorted(rows, key=lambda r: r[0])
     }
 
 
 def last_heartbeats(store: TraceStore, now_ns: int, lookback_s: float = 86400.0) -> dict[str, float]:
     """Agent id → unix seconds of its last OTLP heartbeat span ending in ``(now − lookback, now]``."""
     lo, hi = _window(now_ns, lookback_s)
+    agent_id, key = dialect_of(store).attr("attributes", sc.GEN_AI_AGENT_ID)
     rows = store.query(
-        "SELECT json_extract_string(attributes, ?) AS agent_id, max(end_ns) FROM spans "
-        "WHERE end_ns > ? AND end_ns <= ? AND name = ? GROUP BY 1 HAVING agent_id IS NOT NULL",
-        [_json_path(sc.GEN_AI_AGENT_ID), lo, hi, sc.HEARTBEAT_SPAN_NAME],
+        f"SELECT agent_id, max(end_ns) FROM (SELECT {agent_id} AS agent_id, end_ns FROM spans "
+        "WHERE end_ns > ? AND end_ns <= ? AND name = ?) WHERE agent_id IS NOT NULL GROUP BY agent_id",
+        [*key, lo, hi, sc.HEARTBEAT_SPAN_NAME],
     )
     return {agent: int(end) / _NS for agent, end in rows}
 
@@ -276,8 +294,8 @@ def _hops_and_loops(store: TraceStore, lo: int, hi: int, since: int) -> dict[str
         " per AS (SELECT trace_id, count(*) FILTER (WHERE operation = ?) AS hops,"
         "  coalesce(bool_or(loop_detected), false) AS looped FROM spans"
         "  WHERE end_ns >= ? AND end_ns <= ? AND trace_id IN (SELECT trace_id FROM pop) GROUP BY trace_id)"
-        f" SELECT count(*), quantile_cont(hops, {_QUANTILES}), count(*) FILTER (WHERE hops <= 2),"
-        " count(*) FILTER (WHERE looped) FROM per",
+        f" SELECT count(*), {dialect_of(store).quantiles('hops', _QUANTILES)},"
+        " count(*) FILTER (WHERE hops <= 2), count(*) FILTER (WHERE looped) FROM per",
         [lo, hi, sc.OP_AGENT, sc.OP_HANDOFF, since, hi],
     )[0]
     traces, qs, within_2, looped = int(row[0]), row[1], int(row[2]), int(row[3])
@@ -382,8 +400,3 @@ def _cost(prices: Mapping[str, Mapping[str, float]], model: str | None, tin: int
     if price is None:
         return None
     return (tin * float(price.get("input", 0.0)) + tout * float(price.get("output", 0.0))) / 1_000_000
-
-
-def _json_path(key: str) -> str:
-    """A JSON path selecting one top-level key verbatim (attribute keys contain dots)."""
-    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,118 @@
+"""The few SQL spellings the two stores disagree on, so each query is written once (SPEC §16).
+
+A query module writes its SQL in the subset DuckDB and ClickHouse (18.16 to current) share —
+subqueries rather than CTEs, ``countIf``, ``argMax``/``argMin``, ``max`` of a flag rather than
+``bool_or``, columns named rather than numbered in ``GROUP BY``/``ORDER BY``, ``?`` placeholders —
+and asks its store's dialect for the rest: percentiles (linear interpolation, numpy's and DuckDB's
+``quantile_cont``: ClickHouse has no such function before 20.x, so it is computed from the sorted
+values), integer division, an attribute's string value, and a group-by with a total row.
+
+Chosen over a transpiler (one that rewrites DuckDB SQL for ClickHouse) because what it writes
+targets current ClickHouse — CTEs, window functions, ``GROUPING SETS`` — which 18.16 rejects, and
+its percentiles are not the interpolated ones; the constructs here are few, and one test matrix
+runs every query on both stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, Protocol
+
+__all__ = ["CLICKHOUSE", "DUCKDB", "Dialect", "dialect_of"]
+
+# ClickHouse keeps each JSON attribute column's keys and string values in parallel arrays.
+_CH_ARRAYS: Final = {"attributes": ("attr_keys", "attr_values"), "resource": ("res_keys", "res_values")}
+_JSON_COLUMNS: Final = {"attributes": "attributes", "resource": "resource"}  # never user input in SQL
+
+
+def _levels(levels: Sequence[float]) -> str:
+    return "[" + ", ".join(repr(float(q)) for q in levels) + "]"
+
+
+class Dialect(Protocol):
+    name: str
+
+    def quantiles(self, expr: str, levels: Sequence[float]) -> str:
+        """An array of ``expr``'s percentiles over the group (NULLs when the group is empty)."""
+        ...
+
+    def quantile(self, expr: str, level: float) -> str: ...
+
+    def int_div(self, a: str, b: str) -> str: ...
+
+    def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
+        """SQL for the string value of one top-level key of ``attributes`` or ``resource`` (NULL
+        when absent; numbers and booleans as their JSON text), and its parameters."""
+        ...
+
+    def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
+        """``SELECT column, is_total, aggregates FROM source`` per group of ``column`` plus one
+        total row (is_total 1, column NULL); returns the SQL and how often ``source``'s
+        parameters repeat in it."""
+        ...
+
+
+class _DuckDB:
+    name = "duckdb"
+
+    def quantiles(self, expr: str, levels: Sequence[float]) -> str:
+        return f"quantile_cont({expr}, {_levels(levels)})"
+
+    def quantile(self, expr: str, level: float) -> str:
+        return f"quantile_cont({expr}, {float(level)!r})"
+
+    def int_div(self, a: str, b: str) -> str:
+        return f"(({a}) // ({b}))"
+
+    def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
+        # a JSON path selecting one top-level key verbatim (attribute keys contain dots)
+        path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return f"json_extract_string({_JSON_COLUMNS[column]}, ?)", [path]
+
+    def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
+        sql = (
+            f"SELECT {column}, GROUPING({column}) AS is_total, {aggregates} FROM {source} "
+            f"GROUP BY GROUPING SETS (({column}), ())"
+        )
+        return sql, 1
+
+
+class _ClickHouse:
+    name = "clickhouse"
+
+    def quantiles(self, expr: str, levels: Sequence[float]) -> str:
+        # the sorted values once per group, then numpy's linear interpolation at each level
+        s = f"arraySort(groupArray(toFloat64({expr})))"
+        n = f"length({s})"
+        lo = f"toUInt64(floor(({n} - 1) * q))"
+        at = f"{s}[{lo} + 1]"
+        nxt = f"{s}[least({lo} + 2, {n})]"
+        frac = f"(({n} - 1) * q - floor(({n} - 1) * q))"
+        return f"arrayMap(q -> if({n} = 0, NULL, {at} + {frac} * ({nxt} - {at})), {_levels(levels)})"
+
+    def quantile(self, expr: str, level: float) -> str:
+        return f"({self.quantiles(expr, [level])})[1]"
+
+    def int_div(self, a: str, b: str) -> str:
+        return f"intDiv({a}, {b})"
+
+    def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
+        keys, values = _CH_ARRAYS[column]
+        return f"if(has({keys}, ?), {values}[indexOf({keys}, ?)], NULL)", [key, key]
+
+    def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
+        sql = (
+            f"SELECT {column}, 0 AS is_total, {aggregates} FROM {source} GROUP BY {column} "
+            f"UNION ALL SELECT CAST(NULL AS Nullable(String)), 1 AS is_total, {aggregates} FROM {source}"
+        )
+        return sql, 2
+
+
+DUCKDB: Final[Dialect] = _DuckDB()
+CLICKHOUSE: Final[Dialect] = _ClickHouse()
+_BY_NAME: Final = {d.name: d for d in (DUCKDB, CLICKHOUSE)}
+
+
+def dialect_of(store: object) -> Dialect:
+    """The dialect a store's ``query`` takes (its ``dialect`` attribute; DuckDB when it has none)."""
+    return _BY_NAME[getattr(store, "dialect", "duckdb")]

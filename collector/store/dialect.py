@@ -81,14 +81,18 @@ class _ClickHouse:
     name = "clickhouse"
 
     def quantiles(self, expr: str, levels: Sequence[float]) -> str:
-        # the sorted values once per group, then numpy's linear interpolation at each level
+        # numpy's linear interpolation over the group's sorted values, written out per level (18.16
+        # cannot take an aggregate inside a lambda); the server computes the repeated sort once
         s = f"arraySort(groupArray(toFloat64({expr})))"
         n = f"length({s})"
-        lo = f"toUInt64(floor(({n} - 1) * q))"
-        at = f"{s}[{lo} + 1]"
-        nxt = f"{s}[least({lo} + 2, {n})]"
-        frac = f"(({n} - 1) * q - floor(({n} - 1) * q))"
-        return f"arrayMap(q -> if({n} = 0, NULL, {at} + {frac} * ({nxt} - {at})), {_levels(levels)})"
+        out = []
+        for q in levels:
+            h = f"({n} - 1) * {float(q)!r}"
+            lo = f"toUInt64(floor({h}))"
+            at = f"{s}[{lo} + 1]"
+            nxt = f"{s}[least({lo} + 2, {n})]"
+            out.append(f"if({n} = 0, NULL, {at} + ({h} - floor({h})) * ({nxt} - {at}))")
+        return "[" + ", ".join(out) + "]"
 
     def quantile(self, expr: str, level: float) -> str:
         return f"({self.quantiles(expr, [level])})[1]"

@@ -1,4 +1,4 @@
-"""Alert history in DuckDB: the ``AlertHistory`` sink (transitions, delivery attempts, acks) and
+"""Alert history in the store: the ``AlertHistory`` sink (transitions, delivery attempts, acks) and
 the reads that outlive a restart — past episodes for ``GET /api/alerts`` and the alerts to restore.
 
 Writes are handed to the ingest writer's thread (``run``, e.g. ``Writer.call``) so DuckDB keeps one
@@ -17,7 +17,6 @@ from reach_collector.alerting.delivery import DeliveryAttempt
 from reach_collector.alerting.history import Acknowledgement
 from reach_collector.alerting.state import Alert, AlertState, Transition, iso
 from reach_collector.store.base import TraceStore
-from reach_collector.store.schema import EPISODES as _EPISODES
 
 __all__ = ["DuckDBHistory"]
 
@@ -93,19 +92,34 @@ class DuckDBHistory:
             log.warning("alert history: could not record a %s row: %s", table, exc)
 
     # --- reads (any thread) ---------------------------------------------------------------------
+    # The history is small (retention prunes it), so its reads fetch the rows plainly and reduce
+    # them here: one definition for every store, with no window functions (SPEC §16).
+    def _episodes(self) -> list[tuple[Any, ...]]:
+        """The last transition of each episode (one fingerprint, one active_at)."""
+        last: dict[tuple[str, Any], tuple[Any, ...]] = {}
+        for row in self._store.query(f"SELECT {_EPISODE_COLUMNS} FROM alert_transitions"):
+            key = (row[0], row[7])
+            best = last.get(key)
+            if best is None or _order(row) > _order(best):
+                last[key] = row
+        return sorted(last.values(), key=lambda r: -int(r[10]))
+
+    def _acks(self) -> dict[tuple[str, Any], str]:
+        """(fingerprint, fired_at_ns) → who acknowledged that firing last."""
+        latest: dict[tuple[str, Any], tuple[int, str]] = {}
+        for fp, by, time_ns, fired in self._store.query(
+            "SELECT fingerprint, acked_by, time_ns, fired_at_ns FROM alert_acks"
+        ):
+            key = (fp, fired)
+            if key not in latest or int(time_ns) >= latest[key][0]:
+                latest[key] = (int(time_ns), by)
+        return {key: by for key, (_, by) in latest.items()}
+
     def episodes(self, state: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
         """Persisted alert episodes in the ``GET /api/alerts`` element shape, newest first;
         dropped pending episodes (last state inactive) are left out."""
-        where, params = "WHERE to_state <> 'inactive'", []
-        if state is not None:
-            where, params = "WHERE to_state = ?", [state]
-        rows = self._store.query(
-            f"WITH e AS ({_EPISODES}) SELECT e.*, "
-            "(SELECT last(acked_by ORDER BY time_ns) FROM alert_acks a "
-            " WHERE a.fingerprint = e.fingerprint AND a.fired_at_ns IS NOT DISTINCT FROM e.fired_at_ns) "
-            f"FROM e {where} ORDER BY time_ns DESC LIMIT ?",
-            [*params, limit],
-        )
+        acks = self._acks()
+        rows = [r for r in self._episodes() if (r[5] == state if state is not None else r[5] != "inactive")]
         return [
             {
                 "fingerprint": fp,
@@ -118,18 +132,20 @@ class DuckDBHistory:
                 "active_at": iso(_s(active)),
                 "fired_at": iso(_s(fired)),
                 "resolved_at": iso(_s(resolved)),
-                "acknowledged_by": acked,
+                "acknowledged_by": acks.get((fp, fired)),
             }
-            for fp, name, sev, labels, annotations, to_state, value, active, fired, resolved, _, acked in rows
+            for fp, name, sev, labels, annotations, to_state, value, active, fired, resolved, _ in (
+                rows[:limit]
+            )
         ]
 
     def active(self) -> tuple[list[Alert], dict[tuple[str, float | None], str]]:
         """What was pending or firing when the collector stopped, and the acks of those episodes
         (``(fingerprint, fired_at) → by``): the state a restarted engine picks up again."""
-        rows = self._store.query(
-            f"SELECT * FROM ({_EPISODES}) WHERE to_state IN ('pending', 'firing') "
-            "QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY time_ns DESC) = 1"
-        )
+        newest: dict[str, tuple[Any, ...]] = {}
+        for row in self._episodes():  # newest first: the first open episode of a fingerprint
+            if row[5] in ("pending", "firing"):
+                newest.setdefault(row[0], row)
         alerts = [
             Alert(
                 alertname=name,
@@ -143,16 +159,11 @@ class DuckDBHistory:
                 fired_at=_s(fired),
                 last_evaluated=int(time_ns) / _NS,
             )
-            for fp, name, sev, labels, annotations, to_state, value, active, fired, _, time_ns in rows
-        ]
-        acks = {
-            (fp, _s(fired)): by
-            for fp, by, fired in self._store.query(
-                "SELECT fingerprint, last(acked_by ORDER BY time_ns), fired_at_ns FROM alert_acks "
-                "GROUP BY fingerprint, fired_at_ns"
+            for fp, name, sev, labels, annotations, to_state, value, active, fired, _, time_ns in (
+                newest.values()
             )
-        }
-        return alerts, acks
+        ]
+        return alerts, {(fp, _s(fired)): by for (fp, fired), by in self._acks().items()}
 
     def deliveries(
         self, fingerprint: str | None = None, limit: int = 1000, *, failed: bool = False
@@ -166,28 +177,49 @@ class DuckDBHistory:
         if failed:
             conditions.append("NOT ok")
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-        # The agent comes from the alert's labels (a delivery row names only the fingerprint).
         rows = self._store.query(
-            "SELECT d.*, a.agent FROM (SELECT time_ns, kind, fingerprint, alertname, recipient, url, "
-            f"attempt, ok, retryable, error, next_retry_at_ns, delivery_id FROM alert_deliveries {where} "
-            "ORDER BY time_ns DESC, delivery_id DESC, attempt DESC LIMIT ?) d "
-            "LEFT JOIN (SELECT fingerprint, arg_max(json_extract_string(labels, '$.agent'), time_ns) "
-            "AS agent FROM alert_transitions GROUP BY fingerprint) a USING (fingerprint) "
-            "ORDER BY d.time_ns, d.delivery_id, d.attempt",
+            "SELECT time_ns, kind, fingerprint, alertname, recipient, url, attempt, ok, retryable, error, "
+            f"next_retry_at_ns, delivery_id FROM alert_deliveries {where} "
+            "ORDER BY time_ns DESC, delivery_id DESC, attempt DESC LIMIT ?",
             [*params, limit],
         )
-        keys = ("time", "kind", "fingerprint", "alertname", "recipient", "url", "attempt", "ok")
+        rows.reverse()
+        # The agent comes from the alert's labels (a delivery row names only the fingerprint).
+        agents: dict[str, Any] = {}
+        if rows:
+            fps = sorted({r[2] for r in rows})
+            for fp, labels in self._store.query(
+                "SELECT fingerprint, argMax(labels, time_ns) FROM alert_transitions "
+                f"WHERE fingerprint IN ({', '.join('?' * len(fps))}) GROUP BY fingerprint",
+                fps,
+            ):
+                agent = json.loads(labels).get("agent") if labels else None
+                agents[fp] = agent if isinstance(agent, str) else None
+        keys = ("time", "kind", "fingerprint", "alertname", "recipient", "url", "attempt")
         return [
             {
-                **dict(zip(keys, (iso(_s(r[0])), *r[1:8]), strict=True)),
-                "retryable": r[8],
+                **dict(zip(keys, (iso(_s(r[0])), *r[1:7]), strict=True)),
+                "ok": bool(r[7]),
+                "retryable": None if r[8] is None else bool(r[8]),
                 "error": r[9],
                 "next_retry_at": iso(_s(r[10])),
                 "delivery_id": r[11],
-                "agent": r[12],
+                "agent": agents.get(r[2]),
             }
             for r in rows
         ]
+
+
+_EPISODE_COLUMNS: Final = (
+    "fingerprint, alertname, severity, labels, annotations, to_state, value, "
+    "active_at_ns, fired_at_ns, resolved_at_ns, time_ns"
+)
+# Transitions at the same instant (for: 0 goes inactive → pending → firing at once): later state wins.
+_RANK: Final = {"pending": 1, "firing": 2, "resolved": 3}
+
+
+def _order(row: Sequence[Any]) -> tuple[int, int]:
+    return int(row[10]), _RANK.get(row[5], 0)
 
 
 def _log_failure(table: str) -> Callable[[Future[Any]], None]:

@@ -17,6 +17,7 @@ from reach_collector.api._body import json_object
 from reach_collector.exposition import Exposition
 from reach_collector.ingest.writer import Writer, WriterClosed
 from reach_collector.store.base import TraceStore
+from reach_collector.store.dialect import dialect_of
 
 from reach_otel import semconv as sc
 
@@ -39,7 +40,6 @@ _MAX_CAPABILITIES: Final = 100
 LIVE: Final = "live"
 STOPPED: Final = "stopped"  # a clean exit deregisters: no heartbeat is expected until the next one
 _SERVICE_LOOKBACK_NS: Final = 86_400 * 1_000_000_000  # as far back as heartbeats are read
-_AGENT_ID_PATH: Final = '$."' + sc.GEN_AI_AGENT_ID + '"'
 
 
 def _text(body: dict[str, Any], key: str, limit: int, required: bool = False) -> str | None:
@@ -91,15 +91,16 @@ def fill_services(store: TraceStore, agents: list[dict[str, Any]], now_ns: int) 
         return
     marks = ", ".join("?" * len(missing))
     since = now_ns - _SERVICE_LOOKBACK_NS
+    agent_id, key = dialect_of(store).attr("attributes", sc.GEN_AI_AGENT_ID)
     rows = store.query(
-        "SELECT who, arg_max(service, end_ns) FROM ("
+        "SELECT who, argMax(service, end_ns) FROM ("
         " SELECT agent AS who, service, end_ns FROM spans"
         f" WHERE end_ns > ? AND operation = ? AND agent IN ({marks}) AND service IS NOT NULL"
         " UNION ALL"
-        " SELECT json_extract_string(attributes, ?) AS who, service, end_ns FROM spans"
+        f" SELECT {agent_id} AS who, service, end_ns FROM spans"
         " WHERE end_ns > ? AND name = ? AND service IS NOT NULL"
         f") WHERE who IN ({marks}) GROUP BY who",
-        [since, sc.OP_AGENT, *missing, _AGENT_ID_PATH, since, sc.HEARTBEAT_SPAN_NAME, *missing],
+        [since, sc.OP_AGENT, *missing, *key, since, sc.HEARTBEAT_SPAN_NAME, *missing],
     )
     found = dict(rows)
     for agent in agents:

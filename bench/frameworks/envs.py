@@ -1,0 +1,172 @@
+"""The virtual environments the frameworks benchmark runs its apps in, built on first use and reused.
+
+Peers' instrumentations never go into the dev environment: each framework gets an environment of
+its own holding the framework, reach_otel's runtime dependencies and both peers' instrumentations
+(OpenInference's and OpenLLMetry's), pinned. Apps run there as subprocesses with this checkout on
+``PYTHONPATH``, so they import reach_otel as it is now. CrewAI pins ``openai<3``, ``mcp<2`` and
+``pydantic<2.13`` and so has its own; ``mcp1`` holds the last 1.x MCP SDK, the one the peers' MCP
+instrumentations were written for (ours needs 2.x).
+
+Environments live in ``$REACH_OTEL_BENCH_ENVS`` or ``~/.cache/reach-otel/bench-envs``, named by a
+hash of the Python version and the requirements; a marker written last says one is complete, and
+builds take a file lock so two runs never build the same folder at once.
+
+    python bench/frameworks/envs.py [NAME ...]    # build (or find) them and print their interpreters
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pip carries the same parser
+    from pip._vendor import tomli as tomllib  # type: ignore[no-redef]
+
+REPO = Path(__file__).resolve().parents[2]
+_MARKER = ".reach-otel-env.json"
+
+OPENINFERENCE = "openinference-instrumentation"
+OPENLLMETRY = "opentelemetry-instrumentation"  # the traceloop project's packages share the contrib prefix
+_PEER_VERSIONS = {
+    f"{OPENINFERENCE}-langchain": "0.1.80",
+    f"{OPENINFERENCE}-crewai": "1.1.21",
+    f"{OPENINFERENCE}-openai": "0.1.66",
+    f"{OPENINFERENCE}-mcp": "2.0.13",
+    f"{OPENLLMETRY}-langchain": "0.62.4",
+    f"{OPENLLMETRY}-crewai": "0.62.4",
+    f"{OPENLLMETRY}-openai": "0.62.4",
+    f"{OPENLLMETRY}-mcp": "0.62.4",
+}
+
+
+def _peers(*frameworks: str) -> list[str]:
+    return [
+        f"{prefix}-{name}=={_PEER_VERSIONS[f'{prefix}-{name}']}"
+        for name in frameworks
+        for prefix in (OPENINFERENCE, OPENLLMETRY)
+    ]
+
+
+def _extra(name: str) -> list[str]:
+    return list(_project()["optional-dependencies"][name])
+
+
+def _project() -> dict[str, object]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]  # type: ignore[no-any-return]
+
+
+def requirements(name: str) -> list[str]:
+    """What environment ``name`` holds, on top of reach_otel's runtime dependencies."""
+    base = list(_project()["dependencies"])  # type: ignore[call-overload]
+    if name == "langgraph":
+        extra = [*_extra("langgraph"), *_peers("langchain")]
+    elif name == "crewai":
+        # The CrewAI release the tests run against; the LLM calls go through the openai client.
+        extra = ["crewai==1.15.30", *_peers("crewai", "openai")]
+    elif name == "mcp":
+        extra = [*_extra("mcp"), *_extra("a2a"), "uvicorn>=0.29", "httpx>=0.27", *_peers("mcp")]
+    elif name == "mcp1":
+        extra = ["mcp>=1.24,<2", *_peers("mcp")]
+    else:
+        raise KeyError(f"no environment named {name!r}; known: {', '.join(NAMES)}")
+    return [*base, *extra]
+
+
+NAMES = ("langgraph", "crewai", "mcp", "mcp1")
+
+
+def _root() -> Path:
+    base = os.environ.get("REACH_OTEL_BENCH_ENVS")
+    if base:
+        return Path(base)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "reach-otel" / "bench-envs"
+
+
+def _key(reqs: list[str]) -> str:
+    what = {"python": sys.version.split()[0], "implementation": sys.implementation.name, "requires": reqs}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _ready(folder: Path, reqs: list[str]) -> bool:
+    try:
+        marker = json.loads((folder / _MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(marker.get("requires") == reqs and (folder / "bin" / "python").exists())
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))}
+
+
+def _run(args: list[str], timeout: float) -> None:
+    out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=_clean_env())
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:5])}... failed:\n{(out.stdout + out.stderr)[-3000:]}")
+
+
+def python(name: str) -> Path:
+    """The interpreter of environment ``name``, building the environment first if needed."""
+    reqs = requirements(name)
+    folder = _root() / f"{name}-{_key(reqs)}"
+    if _ready(folder, reqs):
+        return folder / "bin" / "python"
+    with _locked(folder.with_suffix(".lock")):
+        if not _ready(folder, reqs):  # else another run built it while we waited
+            started = time.monotonic()
+            shutil.rmtree(folder, ignore_errors=True)  # a half-built one from an interrupted run
+            _run([sys.executable, "-m", "venv", str(folder)], 120)
+            pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+            _run([*pip, *reqs], 1800)
+            marker = {"requires": reqs, "built_in_s": round(time.monotonic() - started, 1)}
+            (folder / _MARKER).write_text(json.dumps(marker))
+    return folder / "bin" / "python"
+
+
+def versions(name: str, packages: list[str]) -> dict[str, str]:
+    """Installed versions of ``packages`` in environment ``name`` (missing ones left out)."""
+    code = (
+        "import importlib.metadata as m, json, sys\n"
+        "out = {}\n"
+        "for p in sys.argv[1:]:\n"
+        "    try: out[p] = m.version(p)\n"
+        "    except m.PackageNotFoundError: pass\n"
+        "print(json.dumps(out))"
+    )
+    out = subprocess.run(
+        [str(python(name)), "-c", code, *packages], capture_output=True, text=True, env=_clean_env(), check=True
+    )
+    return dict(json.loads(out.stdout))
+
+
+def main(argv: list[str]) -> None:
+    for name in argv or NAMES:
+        started = time.monotonic()
+        print(f"{name}: {python(name)} ({time.monotonic() - started:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,150 @@
+"""Which tracer a benchmark worker runs under, and the exporter every tracer's spans go to.
+
+Tracers: ``none`` (no TracerProvider, nothing instrumented: the baseline), ``sdk`` (a TracerProvider
+and nothing instrumented: what a framework that traces itself — the MCP SDK 2.x does — records on
+its own), ``reach`` (reach_otel's instrumentors), ``openinference`` and ``openllmetry`` (the
+peers' instrumentations of the same framework). Every tracer but ``none`` gets the same
+TracerProvider: a BatchSpanProcessor in front of :class:`Capture`, which keeps spans only while a
+probe asks for them and otherwise just counts them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+TRACERS = ("none", "sdk", "reach", "openinference", "openllmetry")
+
+
+class Capture(SpanExporter):
+    """Counts every span; keeps them, as plain dicts, between :meth:`keep` and :meth:`take`."""
+
+    def __init__(self) -> None:
+        self.exported = 0
+        self._kept: list[dict[str, Any]] | None = None
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._lock:
+            self.exported += len(spans)
+            if self._kept is not None:
+                self._kept.extend(as_dict(span) for span in spans)
+        return SpanExportResult.SUCCESS
+
+    def keep(self) -> None:
+        with self._lock:
+            self._kept = []
+
+    def take(self) -> list[dict[str, Any]]:
+        with self._lock:
+            kept, self._kept = self._kept or [], None
+        return kept
+
+
+def as_dict(span: ReadableSpan) -> dict[str, Any]:
+    ctx = span.context
+    parent = span.parent
+    return {
+        "name": span.name,
+        "trace_id": format(ctx.trace_id, "032x") if ctx else "",
+        "span_id": format(ctx.span_id, "016x") if ctx else "",
+        "parent_id": format(parent.span_id, "016x") if parent else None,
+        "kind": span.kind.name,
+        "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
+        "events": [event.name for event in span.events],
+        "links": len(span.links),
+    }
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _reach(framework: str, provider: TracerProvider) -> None:
+    from reach_otel.handler import TelemetryHandler, set_handler
+
+    set_handler(TelemetryHandler(tracer_provider=provider))
+    if framework == "langgraph":
+        from reach_otel.instrumentation.langgraph import LangGraphInstrumentor
+
+        LangGraphInstrumentor().instrument()
+    elif framework == "crewai":
+        from reach_otel.instrumentation.crewai import CrewAIInstrumentor
+        from reach_otel.instrumentation.openai import OpenAIInstrumentor
+
+        CrewAIInstrumentor().instrument()
+        OpenAIInstrumentor().instrument()
+    elif framework == "mcp":
+        from reach_otel.instrumentation.mcp import MCPInstrumentor
+
+        MCPInstrumentor().instrument()
+    elif framework == "a2a":
+        from reach_otel.instrumentation.a2a import A2AInstrumentor
+
+        A2AInstrumentor().instrument()
+
+
+def _openinference(framework: str, provider: TracerProvider) -> None:
+    if framework == "langgraph":
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=provider)
+    elif framework == "crewai":
+        from openinference.instrumentation.crewai import CrewAIInstrumentor
+        from openinference.instrumentation.openai import OpenAIInstrumentor
+
+        CrewAIInstrumentor().instrument(tracer_provider=provider)
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+    elif framework == "mcp":
+        from openinference.instrumentation.mcp import MCPInstrumentor
+
+        MCPInstrumentor().instrument(tracer_provider=provider)
+    elif framework == "a2a":
+        raise LookupError("OpenInference has no A2A instrumentation")
+
+
+def _openllmetry(framework: str, provider: TracerProvider) -> None:
+    if framework == "langgraph":
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+        LangchainInstrumentor().instrument(tracer_provider=provider)
+    elif framework == "crewai":
+        from opentelemetry.instrumentation.crewai import CrewAIInstrumentor
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+        CrewAIInstrumentor().instrument(tracer_provider=provider)
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+    elif framework == "mcp":
+        from opentelemetry.instrumentation.mcp import McpInstrumentor
+
+        McpInstrumentor().instrument(tracer_provider=provider)
+    elif framework == "a2a":
+        raise LookupError("OpenLLMetry has no A2A instrumentation")
+
+
+_APPLY: dict[str, Callable[[str, TracerProvider], None]] = {
+    "sdk": lambda framework, provider: None,
+    "reach": _reach,
+    "openinference": _openinference,
+    "openllmetry": _openllmetry,
+}
+
+
+def setup(tracer: str, framework: str) -> tuple[TracerProvider | None, Capture | None, str | None]:
+    """(provider, capture, why instrumenting failed or None) for ``tracer`` on ``framework``."""
+    if tracer == "none":
+        return None, None, None
+    capture = Capture()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(capture, max_queue_size=65_536))
+    trace.set_tracer_provider(provider)
+    try:
+        _APPLY[tracer](framework, provider)
+    except Exception as exc:  # a peer that cannot instrument this version: recorded, not fatal
+        return provider, capture, f"{type(exc).__name__}: {exc}"
+    return provider, capture, None

@@ -236,15 +236,12 @@ def trace_lookback(store: TraceStore, lo: int, hi: int) -> int:
     the trace lookup tables, so the span scans below stay bounded by time."""
     ops = (sc.OP_AGENT, sc.OP_HANDOFF, *sc.LLM_OPERATIONS)
     rows = store.query(
-        "WITH w AS (SELECT DISTINCT trace_id FROM spans "
-        f"WHERE end_ns > ? AND end_ns <= ? AND operation IN ({', '.join('?' * len(ops))})) "
-        "SELECT min(first_start_ns) FROM ("
-        # A trace with a span ending after lo has last_end_ns > lo: a filter the lookup tables'
-        # row-group zone maps answer, so this read follows the window, not the store's size.
-        " SELECT trace_id, first_start_ns FROM traces WHERE last_end_ns > ?"
-        " UNION ALL SELECT trace_id, first_start_ns FROM trace_parts WHERE last_end_ns > ?)"
-        " SEMI JOIN w USING (trace_id)",
-        [lo, hi, *ops, lo, lo],
+        # A trace with a span ending after lo has last_end_ns > lo: a filter the lookup table
+        # answers from its own order, so this read follows the window, not the store's size.
+        f"SELECT min(first_start_ns) FROM {store.trace_bounds} WHERE last_end_ns > ? AND trace_id IN ("
+        f" SELECT trace_id FROM spans WHERE end_ns > ? AND end_ns <= ?"
+        f" AND operation IN ({', '.join('?' * len(ops))}))",
+        [lo, lo, hi, *ops],
     )
     first = rows[0][0] if rows else None
     return min(lo, int(first)) if first is not None else lo
@@ -289,16 +286,15 @@ def _hops_and_loops(store: TraceStore, lo: int, hi: int, since: int) -> dict[str
     """Per trace with an agent span ending in the window: its handoff spans (hops) and whether
     any span in it detected a loop."""
     row = store.query(
-        "WITH pop AS (SELECT DISTINCT trace_id FROM spans"
-        "  WHERE end_ns > ? AND end_ns <= ? AND operation = ?),"
-        " per AS (SELECT trace_id, count(*) FILTER (WHERE operation = ?) AS hops,"
-        "  coalesce(bool_or(loop_detected), false) AS looped FROM spans"
-        "  WHERE end_ns >= ? AND end_ns <= ? AND trace_id IN (SELECT trace_id FROM pop) GROUP BY trace_id)"
-        f" SELECT count(*), {dialect_of(store).quantiles('hops', _QUANTILES)},"
-        " count(*) FILTER (WHERE hops <= 2), count(*) FILTER (WHERE looped) FROM per",
-        [lo, hi, sc.OP_AGENT, sc.OP_HANDOFF, since, hi],
+        f"SELECT count(*), {dialect_of(store).quantiles('hops', _QUANTILES)}, countIf(hops <= 2),"
+        " countIf(looped = 1) FROM ("
+        "  SELECT trace_id, countIf(operation = ?) AS hops, max(loop_detected) AS looped FROM spans"
+        "  WHERE end_ns >= ? AND end_ns <= ? AND trace_id IN ("
+        "   SELECT trace_id FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?)"
+        "  GROUP BY trace_id)",
+        [sc.OP_HANDOFF, since, hi, lo, hi, sc.OP_AGENT],
     )[0]
-    traces, qs, within_2, looped = int(row[0]), row[1], int(row[2]), int(row[3])
+    traces, qs, within_2, looped = int(row[0]), row[1], int(row[2] or 0), int(row[3] or 0)
     p50, p95, p99 = qs if qs is not None else (None, None, None)
     return {
         "hops": {

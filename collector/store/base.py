@@ -12,6 +12,9 @@ from reach_collector.store.duckdb_store import TraceFilter
 
 class TraceStore(Protocol):
     dialect: str  # "duckdb" or "clickhouse": which SQL ``query`` takes
+    # An SQL source of (trace_id, first_start_ns, last_end_ns) rows, one or more per trace: a
+    # trace's time range is the min and max over its rows.
+    trace_bounds: str
 
     # writing: called from the writer thread only
     def write(self, table: pa.Table, parts: pa.Table) -> None: ...

@@ -66,6 +66,10 @@ class DuckDBStore:
     """Spans and the trace lookup table in one DuckDB database (a file, or ``:memory:``)."""
 
     dialect = "duckdb"  # the SQL the query modules speak to it (reach_collector.store.dialect)
+    trace_bounds = (
+        "(SELECT trace_id, first_start_ns, last_end_ns FROM traces"
+        " UNION ALL SELECT trace_id, first_start_ns, last_end_ns FROM trace_parts)"
+    )
 
     def __init__(
         self,

@@ -137,6 +137,35 @@ class _Batch:
         return owners, missing
 
 
+_WALK_COLUMNS: Final = ("trace_id", "span_id", "parent_span_id", "operation", "agent")
+_TRACES_PER_QUERY: Final = 2000  # keeps a lookup's SQL under the servers' query size limits
+
+
+def spans_table(rows: Sequence[Sequence[Any]]) -> pa.Table:
+    """The walk's columns (``_WALK_COLUMNS``, first in each row) of stored span rows, as Arrow."""
+    columns = list(zip(*rows, strict=False)) if rows else [()] * len(_WALK_COLUMNS)
+    return pa.table({name: pa.array(columns[i], pa.string()) for i, name in enumerate(_WALK_COLUMNS)})
+
+
+def walk_up(table: pa.Table, starts: Sequence[_Key]) -> list[tuple[str | None, _Key | None]]:
+    """From each (trace, span id) up through ``table``'s spans, the span itself first: its owner
+    (or None), and the key of the span the walk needs next and the table lacks (None: it reached
+    an owner, a root or the depth limit). A start the table lacks is that key itself. One walk
+    for ``/metrics`` and the API, over whichever store the spans came from."""
+    out: list[tuple[str | None, _Key | None]] = [(None, key) for key in starts]
+    if not starts or not table.num_rows:
+        return out
+    batch = _Batch(table)
+    keys = pc.binary_join_element_wise(batch.trace, batch.span, "/")
+    rows = _np_index(pc.index_in(pa.array([f"{t}/{s}" for t, s in starts], pa.string()), value_set=keys))
+    found = np.flatnonzero(rows >= 0)
+    if len(found):
+        owners, missing = batch.walk(rows[found])
+        for i, owner, key in zip(found.tolist(), owners, missing, strict=True):
+            out[i] = (owner, key)
+    return out
+
+
 def _exact_parents(trace: Any, span: Any, parent: Any) -> np.ndarray[Any, Any]:
     """Parent rows by (trace, span id): for a batch where span ids repeat across traces."""
     keys = pc.binary_join_element_wise(trace, span, "/")
@@ -358,35 +387,19 @@ class LLMOwners:
         except Exception:  # /metrics must never stop ingest or a scrape
             log.exception("LLM owner lookup failed")
             return {}
-        out: dict[int, tuple[str | None, _Key | None]] = {}
-        for i, trace, sid, owner, depth in rows:
-            if owner is not None or sid is None or depth >= MAX_DEPTH:
-                out[int(i)] = (None if owner is None else str(owner), None)
-            else:
-                out[int(i)] = (None, (str(trace), str(sid)))
-        return out
+        return dict(enumerate(rows))
 
-    def _query(self, walks: Sequence[_Pending]) -> list[tuple[Any, ...]]:
+    def _query(self, walks: Sequence[_Pending]) -> list[tuple[str | None, _Key | None]]:
         assert self._store is not None
-        rows: list[tuple[Any, ...]] = self._store.query(
-            "WITH RECURSIVE q AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::VARCHAR[]) AS trace_id,"
-            " unnest(?::VARCHAR[]) AS sid),"
-            " walk(i, trace_id, sid, owner, depth) AS ("
-            "  SELECT i, trace_id, sid, NULL::VARCHAR, 0 FROM q"
-            "  UNION ALL SELECT w.i, w.trace_id, s.parent_span_id,"
-            "   CASE WHEN s.operation = ? THEN s.agent END, w.depth + 1"
-            "  FROM walk w JOIN spans s ON s.trace_id = w.trace_id AND s.span_id = w.sid"
-            # An ancestor ends after its descendant starts (or not long before): zone maps skip the rest.
-            "  WHERE w.owner IS NULL AND w.sid IS NOT NULL AND w.depth < ? AND s.end_ns >= ?)"
-            " SELECT i, trace_id, sid, owner, depth FROM walk"
-            " QUALIFY row_number() OVER (PARTITION BY i ORDER BY depth DESC, owner NULLS LAST) = 1",
-            [
-                list(range(len(walks))),
-                [p.key[0] for p in walks],
-                [p.key[1] for p in walks],
-                sc.OP_AGENT,
-                MAX_DEPTH,
-                min(p.start for p in walks) - int(self._timeout * 1e9),
-            ],
-        )
-        return rows
+        # An ancestor ends after its descendant starts (or not long before): the rest is skipped.
+        since = min(p.start for p in walks) - int(self._timeout * 1e9)
+        traces = sorted({p.key[0] for p in walks})
+        rows: list[tuple[Any, ...]] = []
+        for i in range(0, len(traces), _TRACES_PER_QUERY):
+            chunk = traces[i : i + _TRACES_PER_QUERY]
+            rows += self._store.query(
+                f"SELECT {', '.join(_WALK_COLUMNS)} FROM spans WHERE end_ns >= ?"
+                f" AND trace_id IN ({', '.join('?' * len(chunk))})",
+                [since, *chunk],
+            )
+        return walk_up(spans_table(rows), [p.key for p in walks])

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from reach_collector.handoff_outcome import outcomes_sql
+from reach_collector.llm_owners import spans_table, walk_up
 from reach_collector.store.base import TraceStore
 from reach_collector.store.dialect import dialect_of
 from reach_collector.views import iso
@@ -324,43 +325,40 @@ def agent_tokens(
     only, only_params = (" AND service = ?", [service]) if service is not None else ("", [])
     window = f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm}){only}"
     window_params = [lo, hi, *sc.LLM_OPERATIONS, *only_params]
-    agents_sql = (
-        " UNION ALL SELECT DISTINCT agent, NULL, 0, 0 FROM spans"
-        f"  WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL{only}"
-    )
-    agents_params = [lo, hi, sc.OP_AGENT, *only_params]
-    bare = store.query(f"SELECT count(*) FROM spans{window} AND agent IS NULL", window_params)[0][0]
-    if not bare:  # every LLM span names its agent: no ancestor walk (the same answer, much cheaper)
+    sums: dict[tuple[Any, Any], list[int]] = {}
+
+    def add(who: Any, model: Any, tin: Any, tout: Any) -> None:
+        acc = sums.setdefault((who, model), [0, 0])
+        acc[0] += int(tin or 0)
+        acc[1] += int(tout or 0)
+
+    tokens = "sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0))"
+    for who, model, tin, tout in store.query(
+        f"SELECT agent, model, {tokens} FROM spans{window} AND agent IS NOT NULL GROUP BY agent, model",
+        window_params,
+    ):
+        add(who, model, tin, tout)
+    bare = f"end_ns > ? AND end_ns <= ? AND operation IN ({llm}) AND agent IS NULL{only}"
+    if store.query(f"SELECT count(*) FROM spans WHERE {bare}", window_params)[0][0]:
+        # LLM spans that name no agent: their owners, by a walk up the spans of their traces
         rows = store.query(
-            "SELECT agent, model, sum(coalesce(input_tokens, 0))::BIGINT,"
-            f" sum(coalesce(output_tokens, 0))::BIGINT FROM spans{window} GROUP BY ALL{agents_sql}",
-            [*window_params, *agents_params],
+            "SELECT trace_id, span_id, parent_span_id, operation, agent, model, input_tokens, output_tokens,"
+            f" ({bare}) AS start FROM spans WHERE end_ns >= ? AND trace_id IN ("
+            f"  SELECT trace_id FROM spans WHERE {bare})",
+            [*window_params, since if since is not None else trace_lookback(store, lo, hi), *window_params],
         )
-    else:
-        rows = store.query(
-            "WITH RECURSIVE llm AS ("
-            " SELECT trace_id, span_id, parent_span_id, agent, model,"
-            f"  coalesce(input_tokens, 0) AS tin, coalesce(output_tokens, 0) AS tout FROM spans{window}),"
-            " anc AS (SELECT trace_id, span_id, parent_span_id, operation, agent FROM spans"
-            "  WHERE end_ns >= ? AND trace_id IN (SELECT trace_id FROM llm WHERE agent IS NULL)),"
-            " walk(trace_id, span_id, parent, owner, depth) AS ("
-            "  SELECT trace_id, span_id, parent_span_id, NULL::VARCHAR, 0 FROM llm WHERE agent IS NULL"
-            "  UNION ALL SELECT w.trace_id, w.span_id, a.parent_span_id,"
-            "   CASE WHEN a.operation = ? THEN a.agent END, w.depth + 1"
-            "  FROM walk w JOIN anc a ON a.trace_id = w.trace_id AND a.span_id = w.parent"
-            "  WHERE w.owner IS NULL AND w.depth < 64),"
-            " owners AS (SELECT trace_id, span_id, any_value(owner) AS owner FROM walk"
-            "  WHERE owner IS NOT NULL GROUP BY ALL)"
-            " SELECT coalesce(llm.agent, o.owner) AS who, llm.model, sum(tin)::BIGINT, sum(tout)::BIGINT"
-            " FROM llm LEFT JOIN owners o ON o.trace_id = llm.trace_id AND o.span_id = llm.span_id"
-            f" GROUP BY ALL{agents_sql}",
-            [
-                *window_params,
-                since if since is not None else trace_lookback(store, lo, hi),
-                sc.OP_AGENT,
-                *agents_params,
-            ],
-        )
+        starts = [r for r in rows if r[8]]
+        owners = walk_up(spans_table(rows), [(r[0], r[1]) for r in starts])
+        for r, (owner, _) in zip(starts, owners, strict=True):
+            add(owner, r[5], r[6], r[7])
+    # every agent with a run in the window is listed, with or without LLM calls
+    for (who,) in store.query(
+        f"SELECT DISTINCT agent FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?"
+        f" AND agent IS NOT NULL{only}",
+        [lo, hi, sc.OP_AGENT, *only_params],
+    ):
+        sums.setdefault((who, None), [0, 0])
+    rows = [(who, model, tin, tout) for (who, model), (tin, tout) in sums.items()]
     per: dict[str, dict[str, Any]] = {}
     unattributed = {"input_tokens": 0, "output_tokens": 0}
     for who, model, tin, tout in rows:

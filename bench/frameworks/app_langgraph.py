@@ -42,6 +42,9 @@ class App:
             self._nodes = float(sum(len(update) for _, update in updates))
         return {"node": self._nodes}
 
+    def callers(self, system_prompts: list[str]) -> list[str] | None:
+        return None  # the model is called inside its node: the node-named ancestor says who called
+
     def extra_cpu(self) -> float:
         return 0.0
 

@@ -85,6 +85,9 @@ class App:
     def units(self) -> dict[str, float]:
         return {"tool call": 1.0}
 
+    def callers(self, system_prompts: list[str]) -> list[str] | None:
+        return None
+
     def extra_cpu(self) -> float:
         async def cpu(session: ClientSession) -> float:
             return float(_value(await session.call_tool("cpu", {})))
@@ -114,9 +117,6 @@ class App:
             "server_instrument_error": seen["instrument_error"],
             "one_trace": self.tracer != "none" and bool(joined),
             "client_spans": [s["name"] for s in client],
-            "tool_span_names_agent": any(
-                "caller" in map(str, s["attributes"].values()) for s in client if s["name"] != "invoke_agent caller"
-            ),
         }
 
     def close(self) -> None:

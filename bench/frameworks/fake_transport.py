@@ -16,8 +16,15 @@ from reach_otel.testing.fake_llm import FakeLLMServer
 BASE_URL = "http://fake-llm.invalid/v1"
 
 
+#: The system prompt of every chat request answered while a list is set here (a probe's ground truth).
+SYSTEM_PROMPTS: list[list[str]] = []
+
+
 def _handle(server: FakeLLMServer, request: httpx.Request) -> httpx.Response:
     body = json.loads(request.content) if request.content else None
+    for log in SYSTEM_PROMPTS:
+        messages = body.get("messages", []) if isinstance(body, dict) else []
+        log.append(next((str(m.get("content")) for m in messages if m.get("role") == "system"), ""))
     answer = server.answer(request.method, request.url.path, request.headers, body)
     if answer.events is not None:
         raise ValueError("the in-process fake LLM answers without streaming")

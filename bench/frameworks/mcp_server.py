@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import tracing
+from opentelemetry import trace
 
 provider, capture, failed = tracing.setup(os.environ.get("BENCH_TRACER", "none"), "mcp")
 
@@ -28,8 +29,9 @@ server = Server("calc-tools")
 
 @server.tool()
 def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
+    """Add two numbers, in a span of the tool's own (as a tool's model call or query would make one)."""
+    with trace.get_tracer("bench.tool").start_as_current_span("add numbers"):
+        return a + b
 
 
 @server.tool()

@@ -65,8 +65,11 @@ def mentions(span: dict[str, Any], agents: Iterable[str]) -> str | None:
     return None
 
 
-def summarise(spans: list[dict[str, Any]], agents: list[str], requests: int = 1) -> dict[str, Any]:
-    """The shape of ``requests`` requests' spans, per request where it is a count."""
+def summarise(
+    spans: list[dict[str, Any]], agents: list[str], requests: int = 1, callers: list[str] | None = None
+) -> dict[str, Any]:
+    """The shape of ``requests`` requests' spans, per request where it is a count. ``callers``, when
+    the app knows it, is the agent that made each LLM call, in order: the ground truth then."""
     by_id = {span["span_id"]: span for span in spans}
 
     def ancestors(span: dict[str, Any]) -> Iterable[dict[str, Any]]:
@@ -77,14 +80,18 @@ def summarise(spans: list[dict[str, Any]], agents: list[str], requests: int = 1)
             parent = by_id.get(parent["parent_id"] or "")
             seen += 1
 
-    llm = [s for s in spans if is_llm(s)]
+    llm = sorted((s for s in spans if is_llm(s)), key=lambda s: s["start"] or 0)
+    if callers is not None and len(callers) != len(llm):
+        callers = None  # a tracer that makes more or fewer LLM spans than calls: fall back
     under = named_right = 0
-    for span in llm:
+    for i, span in enumerate(llm):
         nearest_agent = next((p for p in ancestors(span) if is_agent(p)), None)
         if nearest_agent is None:
             continue
         under += 1
-        named = next((m for p in ancestors(span) if (m := mentions(p, agents))), None)
+        named = (
+            callers[i] if callers is not None else next((m for p in ancestors(span) if (m := mentions(p, agents))), None)
+        )
         if (agent := mentions(nearest_agent, agents)) and agent == named:
             named_right += 1
     handoffs = [s for s in spans if is_handoff(s)]

@@ -55,6 +55,7 @@ def as_dict(span: ReadableSpan) -> dict[str, Any]:
         "span_id": format(ctx.span_id, "016x") if ctx else "",
         "parent_id": format(parent.span_id, "016x") if parent else None,
         "kind": span.kind.name,
+        "start": span.start_time,
         "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
         "events": [event.name for event in span.events],
         "links": len(span.links),
@@ -127,6 +128,26 @@ def _openllmetry(framework: str, provider: TracerProvider) -> None:
         raise LookupError("OpenLLMetry has no A2A instrumentation")
 
 
+def _applied() -> list[str]:
+    """Instrumentors whose ``instrument()`` declined (BaseInstrumentor only logs a version conflict)."""
+    from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+    declined = []
+    for cls in _subclasses(BaseInstrumentor):
+        instance = cls._instance if "_instance" in cls.__dict__ else None
+        if instance is not None and not instance.is_instrumented_by_opentelemetry:
+            conflict = instance._check_dependency_conflicts()
+            declined.append(f"{cls.__name__}: {conflict}" if conflict else cls.__name__)
+    return declined
+
+
+def _subclasses(cls: type) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
+
+
 _APPLY: dict[str, Callable[[str, TracerProvider], None]] = {
     "sdk": lambda framework, provider: None,
     "reach": _reach,
@@ -147,4 +168,5 @@ def setup(tracer: str, framework: str) -> tuple[TracerProvider | None, Capture |
         _APPLY[tracer](framework, provider)
     except Exception as exc:  # a peer that cannot instrument this version: recorded, not fatal
         return provider, capture, f"{type(exc).__name__}: {exc}"
-    return provider, capture, None
+    declined = _applied()
+    return provider, capture, ("declined: " + "; ".join(declined)) if declined else None

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import fake_transport
 import tracing
 
 
@@ -32,6 +33,8 @@ class App(Protocol):
     def units(self) -> dict[str, float]: ...
 
     def extra_cpu(self) -> float: ...
+
+    def callers(self, system_prompts: list[str]) -> list[str] | None: ...
 
     def probe_extra(self, capture: tracing.Capture | None, flush: Callable[[], None]) -> dict[str, Any]: ...
 
@@ -64,14 +67,19 @@ def main(framework: str, tracer: str) -> None:
             flush()
             if capture is not None:
                 capture.keep()
-            app.request()
+            prompts: list[str] = []
+            fake_transport.SYSTEM_PROMPTS.append(prompts)
+            try:
+                app.request()
+            finally:
+                fake_transport.SYSTEM_PROMPTS.remove(prompts)
             flush()
             spans = capture.take() if capture is not None else []
             import shape
 
             answer(
                 {
-                    "shape": shape.summarise(spans, app.agents),
+                    "shape": shape.summarise(spans, app.agents, callers=app.callers(prompts)),
                     "units": units,
                     **app.probe_extra(capture, flush),
                     "instrument_error": failed,

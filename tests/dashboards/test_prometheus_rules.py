@@ -1,6 +1,7 @@
 """The Prometheus rules and the Alertmanager example, checked by the real tools: `promtool check
-rules|config`, `promtool test rules` (timing), `amtool check-config`, routing per severity, and a
-live Alertmanager showing that a P0 inhibits the same agent's P1."""
+rules|config`, `promtool test rules` (timing), `amtool check-config`, routing per severity and of
+edge SLOs to their target's owner, and a live Alertmanager showing that a P0 inhibits the same
+agent's P1."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_promtool_unit_tests_pin_the_alert_timing(prom_tools: PromTools) -> None
 
 def test_amtool_checks_the_alertmanager_example(prom_tools: PromTools) -> None:
     out = _run(prom_tools.amtool, "check-config", str(ALERTMANAGER))
-    assert "SUCCESS" in out and "1 inhibit rules" in out
+    assert "SUCCESS" in out and "1 inhibit rules" in out and "4 receivers" in out
 
 
 @pytest.mark.parametrize(
@@ -50,6 +51,34 @@ def test_routing_by_severity(prom_tools: PromTools, severity: str, receiver: str
         prom_tools.amtool, "config", "routes", "test", f"--config.file={ALERTMANAGER}",
         f"severity={severity}", "agent=billing", "alertname=X",
     )  # fmt: skip
+    assert out.splitlines()[0].strip() == receiver
+
+
+_EDGE = ["source=TriageAgent", "target=BillingAgent", "agent=BillingAgent"]
+
+
+@pytest.mark.parametrize(
+    ("labels", "receiver"),
+    [
+        # An edge SLO pages the owner of its target agent (SPEC §15), whatever its severity, from
+        # Prometheus (ReachEdgeCommitSLO) or from a collector's rule of any name.
+        (["alertname=ReachEdgeCommitSLO", "severity=P1", *_EDGE], "billing-owner"),
+        (["alertname=EdgeCommitSLO", "severity=P0", *_EDGE], "billing-owner"),
+        # A target with no owner takes its severity's route.
+        (["alertname=EdgeCommitSLO", "severity=P1", "source=TriageAgent", "target=TechAgent"], "front-line"),
+        # Topology drift names a target too, but goes by its severity, as the collector routes it;
+        # other alerts of the owned agent as well.
+        (
+            ["alertname=ReachTopologyChanged", "severity=P1", "source=TriageAgent", "target=BillingAgent"],
+            "front-line",
+        ),
+        (["alertname=ReachSuccessRateLow", "severity=P0", "agent=BillingAgent"], "on-call"),
+    ],
+)
+def test_edge_slo_routes_to_the_owner_of_its_target(
+    prom_tools: PromTools, labels: list[str], receiver: str
+) -> None:
+    out = _run(prom_tools.amtool, "config", "routes", "test", f"--config.file={ALERTMANAGER}", *labels)
     assert out.splitlines()[0].strip() == receiver
 
 

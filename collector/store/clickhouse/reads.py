@@ -1,0 +1,143 @@
+"""The reads the store protocol names, in portable ClickHouse SQL with ``?`` placeholders: a trace's
+time range and rows, the trace search, the last heartbeats — and the shaping of their rows into
+what DuckDBStore returns for the same spans."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from reach_collector.store.clickhouse.schema import BUCKET_NS, HOUR_NS, TRACE_AGGREGATES, Layout
+from reach_collector.store.duckdb_store import TraceFilter
+from reach_collector.store.schema import SPAN_NAMES, TRACE_COLUMNS
+
+__all__ = ["bounds_sql", "heartbeats_sql", "search_sql", "span_row", "spans_sql", "summary_row"]
+
+_MERGE: Final = {name: merge for name, _, _, merge in TRACE_AGGREGATES}
+# Aliases unlike the columns: ClickHouse would otherwise read a column name in HAVING/ORDER BY as
+# the alias and nest one aggregate in another.
+_SUMMARY: Final = (
+    "trace_id",
+    f"{_MERGE['first_start_ns']}(first_start_ns) AS m_first",
+    f"{_MERGE['last_end_ns']}(last_end_ns) AS m_last",
+    f"{_MERGE['root_name']}(root_name) AS m_root_name",
+    f"{_MERGE['root_start_ns']}(root_start_ns) AS m_root_start",
+    f"{_MERGE['roots']}(roots) AS m_roots",
+    f"{_MERGE['first_name']}(first_name) AS m_first_name",
+    f"{_MERGE['span_count']}(span_count) AS m_spans",
+    f"{_MERGE['error_count']}(error_count) AS m_errors",
+    f"{_MERGE['agents']}(agents) AS m_agents",
+    f"{_MERGE['services']}(services) AS m_services",
+    f"{_MERGE['hops']}(hops) AS m_hops",
+)
+
+
+def bounds_sql() -> str:
+    """(rows, first start, last end) of one trace in the lookup; params: [trace_id]."""
+    return (
+        f"SELECT count(), {_MERGE['first_start_ns']}(first_start_ns), {_MERGE['last_end_ns']}(last_end_ns) "
+        "FROM traces WHERE trace_id = ?"
+    )
+
+
+def spans_sql() -> str:
+    """Every row of one trace by start time; params: [trace_id, first, last, first's minute,
+    last's minute] (the minutes select the sort key's leading ranges)."""
+    return (
+        f"SELECT {', '.join(SPAN_NAMES)} FROM spans PREWHERE trace_id = ? "
+        f"WHERE start_ns >= ? AND start_ns <= ? AND intDiv(start_ns, {BUCKET_NS}) >= ? "
+        f"AND intDiv(start_ns, {BUCKET_NS}) <= ? ORDER BY start_ns, span_id"
+    )
+
+
+def spans_params(trace_id: str, first: int, last: int) -> list[Any]:
+    return [trace_id, first, last, first // BUCKET_NS, last // BUCKET_NS]
+
+
+def span_row(row: tuple[Any, ...]) -> dict[str, Any]:
+    d = dict(zip(SPAN_NAMES, row, strict=True))
+    if d["loop_detected"] is not None:
+        d["loop_detected"] = bool(d["loop_detected"])
+    return d
+
+
+def search_sql(f: TraceFilter, layout: Layout) -> tuple[str, list[Any]]:
+    """Newest traces matching every filter, as DuckDBStore.search defines them (the filters on
+    the merged lookup rows). An attribute filter reads the span table where the trace lives: the
+    shard's own table in a cluster (spans and lookup rows are both sharded by trace id)."""
+    having: list[str] = []
+    params: list[Any] = []
+    where: list[str] = []
+    where_params: list[Any] = []
+    if f.service is not None:
+        having.append("has(m_services, ?)")
+        params.append(f.service)
+    if f.agent is not None:
+        having.append("has(m_agents, ?)")
+        params.append(f.agent)
+    if f.errors_only:
+        having.append("m_errors > 0")
+    if f.since_ns is not None:
+        having.append("m_first >= ?")
+        params.append(f.since_ns)
+    if f.until_ns is not None:
+        having.append("m_first <= ?")
+        params.append(f.until_ns)
+    if f.min_duration_ms is not None:
+        having.append("(m_last - m_first) >= ?")
+        params.append(int(f.min_duration_ms * 1e6))
+    spans = layout.local("spans")
+    for key, value in f.attributes:
+        cond = "has(attr_keys, ?) AND attr_values[indexOf(attr_keys, ?)] = ?"
+        sub_params: list[Any] = [key, key, value]
+        if f.since_ns is not None:  # a trace that starts after `since` has no span before it
+            cond += " AND start_ns >= ?"
+            sub_params.append(f.since_ns)
+        where.append(f"trace_id IN (SELECT trace_id FROM {spans} WHERE {cond})")
+        where_params.extend(sub_params)
+    if f.since_ns is not None:
+        # A trace that starts since then has every lookup row in that hour or later: only those
+        # traces are merged (all their rows, so an earlier start still rules one out).
+        where.append(f"trace_id IN (SELECT trace_id FROM {layout.local('traces')} WHERE start_hour >= ?)")
+        where_params.append(f.since_ns // HOUR_NS)
+    where_sql = f" WHERE {' AND '.join(where)}" if where else ""
+    having_sql = f" HAVING {' AND '.join(having)}" if having else ""
+    sql = (
+        f"SELECT {', '.join(_SUMMARY)} FROM traces{where_sql} GROUP BY trace_id{having_sql} "
+        "ORDER BY m_first DESC, trace_id LIMIT ?"
+    )
+    return sql, [*where_params, *params, f.limit]
+
+
+def summary_row(row: tuple[Any, ...]) -> dict[str, Any]:
+    """One search row in DuckDBStore.search's shape (store.schema.TRACE_COLUMNS)."""
+    tid, first, last, root_name, root_start, roots, first_name, spans, errors, agents, services, hops = row
+    has_root = int(roots) > 0
+    d = dict(
+        zip(
+            TRACE_COLUMNS,
+            (
+                tid,
+                int(first),
+                int(last),
+                root_name if has_root else None,
+                int(root_start) if has_root else None,
+                first_name,
+                int(spans),
+                int(errors),
+                list(agents),
+                list(services),
+                int(hops),
+            ),
+            strict=True,
+        )
+    )
+    d["root_name"] = d["root_name"] if d["root_name"] is not None else d["first_name"]
+    return d
+
+
+def heartbeats_sql() -> str:
+    """Agent id → last heartbeat time, service and status in (since, until]; params: [since, until]."""
+    return (
+        "SELECT agent_id, max(time_ns), argMax(service, time_ns), argMax(ifNull(status, 'live'), time_ns) "
+        "FROM heartbeats WHERE time_ns > ? AND time_ns <= ? GROUP BY agent_id"
+    )

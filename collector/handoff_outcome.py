@@ -68,10 +68,11 @@ def recorded_sql(status: str = "handoff_status", attributes: str = "attributes")
     """The SQL boolean of ``is_recorded`` over span columns, with its parameters in order."""
     path = '$."' + sc.REACH_HANDOFF_TRANSITIONS + '"'
     numbers = ", ".join("?" * len(_NUMBER_TYPES))
+    # A CASE, so the attributes JSON is parsed only for the few spans whose status says nothing.
     sql = (
-        f"(coalesce({status}, '') <> '' AND ({status} NOT IN (?, ?)"
-        f" OR coalesce(json_type(json_extract({attributes}, ?)) IN ({numbers})"
-        f" AND TRY_CAST(json_extract({attributes}, ?) AS DOUBLE) > 0, false)))"
+        f"(CASE WHEN coalesce({status}, '') = '' THEN false WHEN {status} NOT IN (?, ?) THEN true"
+        f" ELSE coalesce(json_type(json_extract({attributes}, ?)) IN ({numbers})"
+        f" AND TRY_CAST(json_extract({attributes}, ?) AS DOUBLE) > 0, false) END)"
     )
     return sql, [*NO_OUTCOME, path, *_NUMBER_TYPES, path]
 
@@ -87,13 +88,15 @@ def outcomes_sql(
     columns: Sequence[str] = (),
     where: str = "",
     where_params: Sequence[Any] = (),
+    until: int | None = None,
 ) -> tuple[str, list[Any]]:
     """A ``WITH`` clause ending in ``e``: one row per handoff span ending in ``(lo, hi]`` (and
     matching ``where``, an ``AND …`` over span columns), with its outcome ``status``, ``inferred``
     and the handoff span's ``columns``. ``since`` bounds the search for the target's next agent
     span (any time at or before the earliest handoff start: such a span starts, so ends, after its
-    handoff); None takes that earliest start itself. Columns are the caller's constants, never
-    user input; parameters come back in order."""
+    handoff); None takes that earliest start itself. ``until`` is the latest end of a target span
+    that counts (None: ``hi``, the outcome as of the window's end). Columns are the caller's
+    constants, never user input; parameters come back in order."""
     recorded, recorded_params = recorded_sql()
     picked = list(dict.fromkeys((*_BASE, *columns)))
     sql = (
@@ -120,7 +123,7 @@ def outcomes_sql(
         sc.OP_HANDOFF,
         *where_params,
         *([since] if since is not None else []),
-        hi,
+        hi if until is None else until,
         sc.OP_AGENT,
         hf.UNKNOWN,
         ERROR_CODE,

@@ -10,7 +10,7 @@ ancestor), so the topology never disagrees with ``/api/metrics/agents``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from reach_collector.handoff_outcome import ERROR_CODE, outcomes_sql
@@ -21,7 +21,22 @@ from reach_collector.views import iso
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 
-__all__ = ["EDGE_COUNTS", "PER", "TAKEN", "edge_window_stats", "edges", "edges_seen", "spend", "topology"]
+__all__ = [
+    "EDGE_COUNTS",
+    "MINUTE_NS",
+    "PER",
+    "TAKEN",
+    "edge_counts",
+    "edge_handoffs",
+    "edge_window_stats",
+    "edges",
+    "edges_seen",
+    "first_handoff_start",
+    "priced",
+    "spend",
+    "spend_rows",
+    "topology",
+]
 
 _NS: Final = 1_000_000_000
 # Edge fields counted from the outcome: each is the handoffs whose status is one of these.
@@ -130,7 +145,7 @@ def topology(
     ``cost_usd`` is null when one of its models is not in the price table (unknown, never 0)."""
     lo, hi = now_ns - int(window_s * _NS), now_ns
     calls = _agent_calls(store, lo, hi, service)
-    found = edges(store, lo, hi, None, service)  # the outcome search starts at the first handoff
+    found = edges(store, lo, hi, first_handoff_start(store, lo, hi), service)
     tokens = {a["agent"]: a for a in agent_tokens(store, lo, hi, None, prices or {}, service)["agents"]}
     names = set(calls) | set(tokens)
     names |= {name for e in found for name in (e["source"], e["target"]) if name is not None}
@@ -159,30 +174,118 @@ def edge_window_stats(
     windows = sorted(set(windows_s))
     if not windows:
         return {}
-    lo = now_ns - int(windows[-1] * _NS)
-    cte, params = outcomes_sql(lo, now_ns, None, ("handoff_source", "handoff_target", "end_ns"))
-    taken = ", ".join("?" * len(TAKEN))
-    picks, pick_params = [], []
-    for w in windows:
-        start = now_ns - int(w * _NS)
-        picks.append(
-            "count(*) FILTER (WHERE end_ns > ?),"
-            f" count(*) FILTER (WHERE end_ns > ? AND status IN ({taken})),"
-            " count(*) FILTER (WHERE end_ns > ? AND status = ?)"
-        )
-        pick_params += [start, start, *TAKEN, start, hf.COMMITTED]
-    rows = store.query(
-        f"{cte} SELECT handoff_source, handoff_target, {', '.join(picks)} FROM e"
-        " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL GROUP BY ALL",
-        [*params, *pick_params],
-    )
+    starts = [now_ns - int(w * _NS) for w in windows]
+    rows = edge_counts(store, starts[-1], now_ns, cuts=starts)
     out: dict[float, dict[tuple[str, str], tuple[int, int, int]]] = {w: {} for w in windows}
-    for source, target, *counts in rows:
-        for i, w in enumerate(windows):
-            n, took, committed = (int(c) for c in counts[3 * i : 3 * i + 3])
+    for source, target, _minute, _counts, after in rows:
+        for w, (n, took, committed) in zip(windows, after, strict=True):
             if n:
                 out[w][(source, target)] = (n, took, committed)
     return out
+
+
+EdgeRow = tuple[str, str, int | None, tuple[int, int, int], tuple[tuple[int, int, int], ...]]
+
+
+def edge_counts(
+    store: TraceStore,
+    lo: int,
+    hi: int,
+    *,
+    until: int | None = None,
+    by_minute: bool = False,
+    cuts: tuple[int, ...] | list[int] = (),
+) -> list[EdgeRow]:
+    """(handoffs, taken on, committed) of the handoff spans ending in ``(lo, hi]`` per
+    ``(source, target)`` — and per minute with ``by_minute`` (the minute ``(m, m + 60 s]`` the span
+    ended in, as its start ``m`` in unix ns; else None) — outcomes by the §11 rule with the target
+    spans ending by ``until`` (None: ``hi``). Each row also has, per cut in ``cuts``, the same
+    three counts of its handoffs ending after the cut. Rows: (source, target, minute, counts, per cut)."""
+    since = first_handoff_start(store, lo, hi)
+    cte, params = outcomes_sql(lo, hi, since, ("handoff_source", "handoff_target", "end_ns"), until=until)
+    taken = ", ".join("?" * len(TAKEN))
+    three = (
+        "count(*) FILTER (WHERE {c}), count(*) FILTER (WHERE {c} AND status IN ({taken})),"
+        " count(*) FILTER (WHERE {c} AND status = ?)"
+    )
+    picks = [three.format(c="true", taken=taken)]
+    pick_params: list[Any] = [*TAKEN, hf.COMMITTED]
+    for cut in cuts:
+        picks.append(three.format(c="end_ns > ?", taken=taken))
+        pick_params += [cut, cut, *TAKEN, cut, hf.COMMITTED]
+    minute = _minute_sql("end_ns") if by_minute else "NULL"
+    rows = store.query(
+        f"{cte} SELECT handoff_source, handoff_target, {minute}, {', '.join(picks)} FROM e"
+        " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL GROUP BY ALL",
+        [*params, *pick_params],
+    )
+    out: list[EdgeRow] = []
+    for source, target, at, *counts in rows:
+        threes = [(int(counts[i]), int(counts[i + 1]), int(counts[i + 2])) for i in range(0, len(counts), 3)]
+        out.append((source, target, None if at is None else int(at), threes[0], tuple(threes[1:])))
+    return out
+
+
+def edge_handoffs(
+    store: TraceStore, lo: int, hi: int, *, until: int | None = None
+) -> list[tuple[str, str, int, int, int]]:
+    """One row per handoff span ending in ``(lo, hi]`` with both ends named: (source, target, end
+    unix ns, 1 if the target took it on else 0, 1 if committed else 0), outcomes by the §11 rule
+    with the target spans ending by ``until`` (None: ``hi``)."""
+    since = first_handoff_start(store, lo, hi)
+    cte, params = outcomes_sql(lo, hi, since, ("handoff_source", "handoff_target", "end_ns"), until=until)
+    taken = ", ".join("?" * len(TAKEN))
+    rows: list[Any] = store.query(
+        f"{cte} SELECT handoff_source, handoff_target, end_ns,"
+        f" CASE WHEN status IN ({taken}) THEN 1 ELSE 0 END, CASE WHEN status = ? THEN 1 ELSE 0 END FROM e"
+        " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL",
+        [*params, *TAKEN, hf.COMMITTED],
+    )
+    return rows  # integers already: BIGINT and INTEGER columns
+
+
+def first_handoff_start(store: TraceStore, lo: int, hi: int) -> int:
+    """The earliest start of a handoff span ending in ``(lo, hi]`` (``hi`` when there is none): the
+    bound of the search for targets' next agent spans, given to the query as a number so the
+    store prunes by it (a subquery there would not; trace ids are random, so nothing else does)."""
+    rows = store.query(
+        "SELECT min(start_ns) FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?",
+        [lo, hi, sc.OP_HANDOFF],
+    )
+    return int(rows[0][0]) if rows and rows[0][0] is not None else hi
+
+
+MINUTE_NS: Final = 60 * _NS
+
+
+def _minute_sql(column: str) -> str:
+    """The start of the minute ``(m, m + 60 s]`` that ``column`` (unix ns) falls in, in integer
+    arithmetic every store has (the divisor is a constant, never input)."""
+    return f"(({column} - 1) - ({column} - 1) % {MINUTE_NS})"
+
+
+SpendRow = tuple[str, str | None, int | None, int, int, int]
+
+
+def spend_rows(store: TraceStore, lo: int, hi: int, per: str, *, by_minute: bool = False) -> list[SpendRow]:
+    """LLM tokens of the spans ending in ``(lo, hi]`` per key of ``per`` (agent, user or
+    conversation) and model — and per minute with ``by_minute`` (as in ``edge_counts``): rows of
+    (key, model, minute or None, input tokens, output tokens, the end of the first span, unix ns)."""
+    key = PER[per]
+    key_params = [_USER_PATH] if per == "user" else []
+    llm = ", ".join("?" * len(_LLM))
+    minute = _minute_sql("end_ns") if by_minute else "NULL"
+    rows = store.query(
+        f"SELECT {key} AS k, model, {minute}, sum(coalesce(input_tokens, 0))::BIGINT,"
+        " sum(coalesce(output_tokens, 0))::BIGINT, min(end_ns) FROM spans"
+        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm})"
+        " GROUP BY ALL HAVING k IS NOT NULL",
+        [*key_params, lo, hi, *_LLM],
+    )
+    return [
+        (str(k), model, None if at is None else int(at), int(tin), int(tout), int(first))
+        for k, model, at, tin, tout, first in rows
+    ]
 
 
 def spend(
@@ -191,32 +294,28 @@ def spend(
     """LLM spend of the spans ending in ``(lo, hi]`` per ``per`` (agent, user or conversation):
     key → (USD at the price table, or None when a model with tokens is not in it; input + output
     tokens; the end of its first LLM span in the window, unix ns)."""
-    key = PER[per]
-    key_params = [_USER_PATH] if per == "user" else []
-    llm = ", ".join("?" * len(_LLM))
-    rows = store.query(
-        f"SELECT {key} AS k, model, sum(coalesce(input_tokens, 0))::BIGINT,"
-        " sum(coalesce(output_tokens, 0))::BIGINT, min(end_ns) FROM spans"
-        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm})"
-        " GROUP BY ALL HAVING k IS NOT NULL",
-        [*key_params, lo, hi, *_LLM],
+    return priced(
+        ((k, model, tin, tout, first) for k, model, _at, tin, tout, first in spend_rows(store, lo, hi, per)),
+        prices,
     )
+
+
+def priced(
+    rows: Iterable[tuple[str, str | None, int, int, int]], prices: Mapping[str, Mapping[str, float]]
+) -> dict[str, tuple[float | None, int, int]]:
+    """Per key: (USD, tokens, first end) from its (key, model, input, output, first end) totals —
+    the USD None when a model with tokens is not in the price table (unknown, never 0)."""
     out: dict[str, tuple[float | None, int, int]] = {}
     for who, model, tin, tout, first in rows:
         price = (prices or {}).get(model) if model is not None else None
         usd = None
         if price is not None:
-            usd = (
-                int(tin) * float(price.get("input", 0.0)) + int(tout) * float(price.get("output", 0.0))
-            ) / 1e6
+            usd = (tin * float(price.get("input", 0.0)) + tout * float(price.get("output", 0.0))) / 1e6
         elif not (tin or tout):
             usd = 0.0
-        cost, tokens, since = out.get(str(who), (0.0, 0, int(first)))
-        out[str(who)] = (
-            None if cost is None or usd is None else cost + usd,
-            tokens + int(tin) + int(tout),
-            min(since, int(first)),
-        )
+        cost, tokens, since = out.get(who, (0.0, 0, first))
+        total = None if cost is None or usd is None else cost + usd
+        out[who] = (total, tokens + tin + tout, min(since, first))
     return out
 
 

@@ -21,6 +21,7 @@ from fastapi.responses import PlainTextResponse, Response
 from reach_collector.api.tempo_otlp import to_traces_data, trace_by_id_response, traces_json
 from reach_collector.api.traces import DEFAULT_LIMIT, MAX_LIMIT
 from reach_collector.store.base import TraceStore
+from reach_collector.store.dialect import dialect_of
 from reach_collector.store.duckdb_store import TraceFilter
 
 from reach_otel import semconv as sc
@@ -179,22 +180,21 @@ def tempo_router(store: TraceStore, clock: Callable[[], float] = time.time) -> A
 
     def keys(scope: str, lo: int, hi: int) -> list[str]:
         col = _COLUMNS[scope]
+        each_key, stored = dialect_of(store).attr_keys(col)
         rows = store.query(
-            f"SELECT DISTINCT k FROM (SELECT unnest(json_keys({col})) AS k FROM "
-            f"(SELECT {col} FROM spans WHERE end_ns > ? AND end_ns <= ? AND {col} IS NOT NULL LIMIT ?)) "
+            f"SELECT DISTINCT k FROM (SELECT {each_key} AS k FROM "
+            f"(SELECT {stored} FROM spans WHERE end_ns > ? AND end_ns <= ? AND {col} IS NOT NULL LIMIT ?)) "
             "ORDER BY k LIMIT ?",
             [lo, hi, TAG_SCAN_ROWS, TAG_LIMIT],
         )
         return [str(r[0]) for r in rows]
 
     def values(scope: str, key: str, lo: int, hi: int) -> list[tuple[str, str]]:
-        col = _COLUMNS[scope]
-        path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        value, key_params = dialect_of(store).attr_json(_COLUMNS[scope], key)
         rows = store.query(
-            f"SELECT DISTINCT v FROM (SELECT CAST(json_extract({col}, ?) AS VARCHAR) AS v FROM spans "
-            f"WHERE end_ns > ? AND end_ns <= ? AND json_extract({col}, ?) IS NOT NULL LIMIT ?) "
-            "ORDER BY v LIMIT ?",
-            [path, lo, hi, path, TAG_SCAN_ROWS, TAG_LIMIT],
+            f"SELECT DISTINCT v FROM (SELECT v FROM (SELECT {value} AS v FROM spans "
+            "WHERE end_ns > ? AND end_ns <= ?) WHERE v IS NOT NULL LIMIT ?) ORDER BY v LIMIT ?",
+            [*key_params, lo, hi, TAG_SCAN_ROWS, TAG_LIMIT],
         )
         return [_value_type(str(r[0])) for r in rows if r[0] is not None]
 

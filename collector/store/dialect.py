@@ -45,6 +45,16 @@ class Dialect(Protocol):
         when absent; numbers and booleans as their JSON text), and its parameters."""
         ...
 
+    def attr_json(self, column: str, key: str) -> tuple[str, list[Any]]:
+        """SQL for one top-level key's value of ``attributes`` or ``resource`` as JSON text (a
+        string with its quotes), NULL when absent, and its parameters."""
+        ...
+
+    def attr_keys(self, column: str) -> tuple[str, str]:
+        """A set-returning expression giving one row per key of ``attributes`` or ``resource``,
+        and the stored column it reads (for an inner SELECT)."""
+        ...
+
     def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
         """``SELECT column, is_total, aggregates FROM source`` per group of ``column`` plus one
         total row (is_total 1, column NULL); returns the SQL and how often ``source``'s
@@ -68,6 +78,13 @@ class _DuckDB:
         # a JSON path selecting one top-level key verbatim (attribute keys contain dots)
         path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return f"json_extract_string({_JSON_COLUMNS[column]}, ?)", [path]
+
+    def attr_json(self, column: str, key: str) -> tuple[str, list[Any]]:
+        sql, params = self.attr(column, key)
+        return sql.replace("json_extract_string(", "CAST(json_extract(", 1) + " AS VARCHAR)", params
+
+    def attr_keys(self, column: str) -> tuple[str, str]:
+        return f"unnest(json_keys({_JSON_COLUMNS[column]}))", _JSON_COLUMNS[column]
 
     def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
         sql = (
@@ -103,6 +120,15 @@ class _ClickHouse:
     def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
         keys, values = _CH_ARRAYS[column]
         return f"if(has({keys}, ?), {values}[indexOf({keys}, ?)], NULL)", [key, key]
+
+    def attr_json(self, column: str, key: str) -> tuple[str, list[Any]]:
+        # the stored JSON text's value: attribute objects are flat, so the first match is the key's
+        keys, _ = _CH_ARRAYS[column]
+        return f"if(has({keys}, ?), visitParamExtractRaw({_JSON_COLUMNS[column]}, ?), NULL)", [key, key]
+
+    def attr_keys(self, column: str) -> tuple[str, str]:
+        keys = _CH_ARRAYS[column][0]
+        return f"arrayJoin({keys})", keys
 
     def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
         sql = (

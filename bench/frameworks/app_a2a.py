@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 from opentelemetry import trace
@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 
 class App:
-    agents = ["caller", "billing"]
+    agents: ClassVar[list[str]] = ["caller", "billing"]
 
     def __init__(self, tracer: str) -> None:
         self.tracer = tracer

@@ -10,7 +10,7 @@ unit is an agent's execution of a task, delegated ones included (counted once, i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import fake_transport
@@ -21,7 +21,9 @@ from crewai.tools import tool
 
 def llm() -> Any:
     model = LLM(model="openai/fake-model", base_url=fake_transport.BASE_URL, api_key="test")
-    model._client = openai.OpenAI(base_url=fake_transport.BASE_URL, api_key="test", http_client=fake_transport.client())
+    model._client = openai.OpenAI(
+        base_url=fake_transport.BASE_URL, api_key="test", http_client=fake_transport.client()
+    )
     return model
 
 
@@ -40,9 +42,15 @@ def to_coworker(tool_name: str, coworker: str, text: str, field: str = "task") -
 
 def billing_crew() -> Crew:
     clerk = Agent(
-        role="Researcher", goal="find the facts", backstory="a careful clerk", llm=llm(), tools=[lookup_invoice]
+        role="Researcher",
+        goal="find the facts",
+        backstory="a careful clerk",
+        llm=llm(),
+        tools=[lookup_invoice],
     )
-    author = Agent(role="Writer", goal="write it up", backstory="a clear writer", llm=llm(), allow_delegation=True)
+    author = Agent(
+        role="Writer", goal="write it up", backstory="a clear writer", llm=llm(), allow_delegation=True
+    )
     first = Task(description="Find invoice INV-7 [tool:lookup_invoice]", expected_output="facts", agent=clerk)
     second = Task(
         description="Write the answer "
@@ -51,11 +59,14 @@ def billing_crew() -> Crew:
         expected_output="an answer",
         agent=author,
     )
-    return Crew(agents=[clerk, author], tasks=[first, second], process=Process.sequential, name="billing_crew")
+    return Crew(
+        agents=[clerk, author], tasks=[first, second], process=Process.sequential, name="billing_crew"
+    )
 
 
 class App:
-    agents = ["Researcher", "Writer"]
+    agents: ClassVar[list[str]] = ["Researcher", "Writer"]
+    marker = "INV-7"  # a word of the request: in a span, content was recorded
 
     def __init__(self, tracer: str) -> None:
         self.crew = billing_crew()

@@ -11,18 +11,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import fake_transport
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "instrumentation"))
-import langgraph_apps as apps  # noqa: E402
+import langgraph_apps as apps
 
 PROMPT = "[tool:transfer_to_research_expert][tool:lookup] find x"
 
 
 class App:
-    agents = ["research_expert", "supervisor", "worker"]
+    agents: ClassVar[list[str]] = ["research_expert", "supervisor", "worker"]
+    marker = "find x"  # a word of the request: in a span, content was recorded
 
     def __init__(self, tracer: str) -> None:
         self.model = apps.chat_model(fake_transport.BASE_URL, http_client=fake_transport.client())

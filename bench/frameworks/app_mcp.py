@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -33,7 +33,7 @@ def _value(result: Any) -> Any:
 
 
 class App:
-    agents = ["caller"]
+    agents: ClassVar[list[str]] = ["caller"]
 
     def __init__(self, tracer: str) -> None:
         self.tracer = tracer

@@ -157,7 +157,11 @@ def versions(name: str, packages: list[str]) -> dict[str, str]:
         "print(json.dumps(out))"
     )
     out = subprocess.run(
-        [str(python(name)), "-c", code, *packages], capture_output=True, text=True, env=_clean_env(), check=True
+        [str(python(name)), "-c", code, *packages],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        check=True,
     )
     return dict(json.loads(out.stdout))
 

@@ -58,9 +58,13 @@ class Bench:
 
 
 PEERS = ("reach", "openinference", "openllmetry")
+# Content as each records it by default (ours off, the peers' on), then the other way round.
+CONTENT = ("reach:content", "openinference:nocontent", "openllmetry:nocontent")
 APPS = {
-    "langgraph": Bench("langgraph", "langgraph", ("none", *PEERS), 16, "LangGraph supervisor + react worker"),
-    "crewai": Bench("crewai", "crewai", ("none", *PEERS), 4, "CrewAI billing crew with delegation"),
+    "langgraph": Bench(
+        "langgraph", "langgraph", ("none", *PEERS, *CONTENT), 16, "LangGraph supervisor + react worker"
+    ),
+    "crewai": Bench("crewai", "crewai", ("none", *PEERS, *CONTENT), 4, "CrewAI billing crew with delegation"),
     "mcp": Bench("mcp", "mcp", ("none", "sdk", *PEERS), 300, "MCP tool call over stdio, SDK 2.x"),
     "mcp1": Bench("mcp1", "mcp", ("none", "sdk", *PEERS), 300, "MCP tool call over stdio, SDK 1.x"),
     "a2a": Bench("mcp", "a2a", ("none", "sdk", *PEERS), 60, "A2A message/send to another agent"),
@@ -133,7 +137,7 @@ class Worker:
 
 
 def start(bench: Bench, tracer: str, python: Path, home: Path) -> Worker:
-    log = open(home / f"{bench.framework}-{bench.env}-{tracer}.log", "w")
+    log = open(home / f"{bench.framework}-{bench.env}-{tracer}.log", "w")  # noqa: SIM115 (closed by stop())
     proc = subprocess.Popen(
         [str(python), str(HERE / "worker.py"), bench.framework, tracer],
         stdin=subprocess.PIPE,
@@ -168,10 +172,12 @@ def measure(bench: Bench, rounds: int, scale: float, home: Path) -> dict[str, An
     out: dict[str, Any] = {"bench": bench, "runs": runs, "rounds": rounds, "tracers": {}}
     for tracer, values in cpu.items():
         overheads = [v - b for v, b in zip(values, base, strict=True)]
+        quartiles = statistics.quantiles(overheads, n=4) if len(overheads) > 1 else [overheads[0]] * 3
         out["tracers"][tracer] = {
             "probe": probes[tracer],
             "cpu_ms": statistics.median(values) * 1e3,
             "overhead_ms": statistics.median(overheads) * 1e3,
+            "overhead_iqr_ms": (quartiles[0] * 1e3, quartiles[2] * 1e3),
         }
     return out
 
@@ -202,14 +208,20 @@ def rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         ["handoff spans (hop counts)", *each(lambda t, p, s: f"{s['handoffs']:.0f} {s['hop_counts'] or ''}")],
         ["transfer / delegation tool spans", *each(lambda t, p, s: f"{s['transfer_tool_spans']:.0f}")],
         ["goto spans", *each(lambda t, p, s: f"{s['goto_spans']:.0f}")],
+        ["spans holding the prompt's text", *each(lambda t, p, s: f"{s.get('content_spans', 0):.0f}")],
     ]
     if "ping_pong" in tracers["none"]["probe"] or any("ping_pong" in tracers[t]["probe"] for t in names):
         table.append(
-            ["ping-pong loop detected", *each(lambda t, p, s: _yes(p.get("ping_pong", {}).get("loop_detected")))]
+            [
+                "ping-pong loop detected",
+                *each(lambda t, p, s: _yes(p.get("ping_pong", {}).get("loop_detected"))),
+            ]
         )
     if any("one_trace" in tracers[t]["probe"] for t in names):
         table.append(["server spans / request", *each(lambda t, p, s: str(len(p.get("server_spans", []))))])
-        table.append(["one trace across the process boundary", *each(lambda t, p, s: _yes(p.get("one_trace")))])
+        table.append(
+            ["one trace across the process boundary", *each(lambda t, p, s: _yes(p.get("one_trace")))]
+        )
     table += [
         ["CPU / request (median)", *each(lambda t, p, s: f"{t['cpu_ms']:.2f} ms")],
         [
@@ -217,9 +229,15 @@ def rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             *each(lambda t, p, s: "" if t is tracers["none"] else f"{t['overhead_ms'] / per * 1e3:+.0f} µs"),
         ],
         [
+            "… middle half of the rounds",
+            *each(lambda t, p, s: "" if t is tracers["none"] else _span(t["overhead_iqr_ms"], per)),
+        ],
+        [
             "overhead vs uninstrumented",
             *each(
-                lambda t, p, s: "" if t is tracers["none"] else f"{t['overhead_ms'] / tracers['none']['cpu_ms']:+.0%}"
+                lambda t, p, s: (
+                    "" if t is tracers["none"] else f"{t['overhead_ms'] / tracers['none']['cpu_ms']:+.0%}"
+                )
             ),
         ],
     ]
@@ -228,13 +246,23 @@ def rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             [
                 "overhead ÷ OpenInference's",
                 *each(
-                    lambda t, p, s: ""
-                    if t is tracers["none"] or abs(oi) < 1e-9
-                    else f"{t['overhead_ms'] / oi:.2f}×"
+                    lambda t, p, s: (
+                        "" if t is tracers["none"] or abs(oi) < 1e-9 else f"{t['overhead_ms'] / oi:.2f}×"
+                    )
                 ),
             ]
         )
-    return ["", *(LABELS[t] for t in names)], table
+    return ["", *(label(t) for t in names)], table
+
+
+def label(tracer: str) -> str:
+    name, _, mode = tracer.partition(":")
+    return LABELS[name] + {"content": " + content", "nocontent": " − content"}.get(mode, "")
+
+
+def _span(iqr_ms: tuple[float, float], per: float) -> str:
+    low, high = (v / per * 1e3 for v in iqr_ms)
+    return f"{low:+.0f} … {high:+.0f} µs"
 
 
 def _short(probe: dict[str, Any]) -> str:
@@ -285,10 +313,14 @@ def main(argv: list[str] | None = None) -> None:
     load = os.getloadavg()
     versions = {}
     for env in dict.fromkeys(APPS[key].env for key in args.apps):
-        versions.update({f"{k} ({env})" if env == "mcp1" else k: v for k, v in envs.versions(env, [*VERSIONS[env], *PEER_PACKAGES]).items()})
-    header = (
-        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-        + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+        versions.update(
+            {
+                f"{k} ({env})" if env == "mcp1" else k: v
+                for k, v in envs.versions(env, [*VERSIONS[env], *PEER_PACKAGES]).items()
+            }
+        )
+    header = f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; " + ", ".join(
+        f"{k} {v}" for k, v in sorted(versions.items())
     )
     show(results, args.markdown, header)
 

@@ -66,7 +66,11 @@ def mentions(span: dict[str, Any], agents: Iterable[str]) -> str | None:
 
 
 def summarise(
-    spans: list[dict[str, Any]], agents: list[str], requests: int = 1, callers: list[str] | None = None
+    spans: list[dict[str, Any]],
+    agents: list[str],
+    requests: int = 1,
+    callers: list[str] | None = None,
+    marker: str | None = None,
 ) -> dict[str, Any]:
     """The shape of ``requests`` requests' spans, per request where it is a count. ``callers``, when
     the app knows it, is the agent that made each LLM call, in order: the ground truth then."""
@@ -90,13 +94,17 @@ def summarise(
             continue
         under += 1
         named = (
-            callers[i] if callers is not None else next((m for p in ancestors(span) if (m := mentions(p, agents))), None)
+            callers[i]
+            if callers is not None
+            else next((m for p in ancestors(span) if (m := mentions(p, agents))), None)
         )
         if (agent := mentions(nearest_agent, agents)) and agent == named:
             named_right += 1
     handoffs = [s for s in spans if is_handoff(s)]
     hops = sorted(
-        int(_attrs(s)[sc.REACH_HOP_COUNT]) for s in handoffs if isinstance(_attrs(s).get(sc.REACH_HOP_COUNT), int)
+        int(_attrs(s)[sc.REACH_HOP_COUNT])
+        for s in handoffs
+        if isinstance(_attrs(s).get(sc.REACH_HOP_COUNT), int)
     )
     roots = [s for s in spans if s["parent_id"] is None or s["parent_id"] not in by_id]
     return {
@@ -115,6 +123,7 @@ def summarise(
         "loop_detected": any(
             sc.EVENT_LOOP_DETECTED in s["events"] or _attrs(s).get(sc.REACH_LOOP_DETECTED) for s in spans
         ),
+        "content_spans": sum(1 for s in spans if marker and _holds(s, marker)) / requests,
         "names": Counter(s["name"] for s in spans).most_common(12),
     }
 
@@ -123,3 +132,8 @@ def _transfer_tool(span: dict[str, Any]) -> bool:
     text = (span["name"] + " " + str(_attrs(span).get(sc.GEN_AI_TOOL_NAME, ""))).lower()
     text += " " + str(_attrs(span).get(sc.OPENINFERENCE_TOOL_NAME, "")).lower()
     return any(word in text for word in ("transfer_", "delegate", "coworker", "handoff"))
+
+
+def _holds(span: dict[str, Any], marker: str) -> bool:
+    """Whether any attribute value holds ``marker`` (a word of the user's prompt): content recorded."""
+    return any(marker in str(value) for value in _attrs(span).values())

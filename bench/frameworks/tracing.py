@@ -10,6 +10,7 @@ probe asks for them and otherwise just counts them.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +20,16 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 TRACERS = ("none", "sdk", "reach", "openinference", "openllmetry")
+#: A tracer name may end in ``:content`` or ``:nocontent``: prompts, completions and inputs/outputs
+#: recorded or not, against each tracer's default (ours off, the peers' on).
+_OPENINFERENCE_HIDE = (
+    "OPENINFERENCE_HIDE_INPUTS",
+    "OPENINFERENCE_HIDE_OUTPUTS",
+    "OPENINFERENCE_HIDE_INPUT_MESSAGES",
+    "OPENINFERENCE_HIDE_OUTPUT_MESSAGES",
+    "OPENINFERENCE_HIDE_INPUT_TEXT",
+    "OPENINFERENCE_HIDE_OUTPUT_TEXT",
+)
 
 
 class Capture(SpanExporter):
@@ -66,10 +77,24 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def _content(tracer: str, mode: str) -> None:
+    """Set the peers' own switches for content (read from the environment when they record)."""
+    if not mode:
+        return
+    on = mode == "content"
+    if tracer == "openinference":
+        os.environ.update({key: "false" if on else "true" for key in _OPENINFERENCE_HIDE})
+    elif tracer == "openllmetry":
+        os.environ["TRACELOOP_TRACE_CONTENT"] = "true" if on else "false"
+    elif tracer == "reach":
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true" if on else "false"
+
+
 def _reach(framework: str, provider: TracerProvider) -> None:
+    from reach_otel.config import load_settings
     from reach_otel.handler import TelemetryHandler, set_handler
 
-    set_handler(TelemetryHandler(tracer_provider=provider))
+    set_handler(TelemetryHandler(tracer_provider=provider, settings=load_settings()))
     if framework == "langgraph":
         from reach_otel.instrumentation.langgraph import LangGraphInstrumentor
 
@@ -158,8 +183,10 @@ _APPLY: dict[str, Callable[[str, TracerProvider], None]] = {
 
 def setup(tracer: str, framework: str) -> tuple[TracerProvider | None, Capture | None, str | None]:
     """(provider, capture, why instrumenting failed or None) for ``tracer`` on ``framework``."""
+    tracer, _, mode = tracer.partition(":")
     if tracer == "none":
         return None, None, None
+    _content(tracer, mode)
     capture = Capture()
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(capture, max_queue_size=65_536))

@@ -79,7 +79,9 @@ def main(framework: str, tracer: str) -> None:
 
             answer(
                 {
-                    "shape": shape.summarise(spans, app.agents, callers=app.callers(prompts)),
+                    "shape": shape.summarise(
+                        spans, app.agents, callers=app.callers(prompts), marker=getattr(app, "marker", None)
+                    ),
                     "units": units,
                     **app.probe_extra(capture, flush),
                     "instrument_error": failed,

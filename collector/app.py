@@ -9,7 +9,8 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
 
 import pyarrow as pa
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from reach_collector import __version__
 from reach_collector.alert_loop import AlertLoop
 from reach_collector.alerting.engine import build_engine
@@ -33,7 +34,8 @@ from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
 from reach_collector.store.alert_history import DuckDBHistory
 from reach_collector.store.base import TraceStore
-from reach_collector.store.duckdb_store import DuckDBStore
+from reach_collector.store.open import open_store
+from reach_collector.store.unavailable import StoreUnavailable
 
 
 def create_app(
@@ -53,11 +55,7 @@ def create_app(
     ``sender`` replaces the HTTP notifier. Raises ConfigError for a bad alerting section."""
     settings = settings or Settings()
     owns_store = store is None
-    store = (
-        store
-        if store is not None
-        else DuckDBStore(settings.db, memory_limit=settings.memory_limit, threads=settings.threads)
-    )
+    store = store if store is not None else open_store(settings)
     alerting = settings.sections.get("alerting") or {}
     exposition = Exposition(
         store, clock, thresholds_ms=alerting.get("thresholds") or {}, prices=settings.prices
@@ -144,5 +142,16 @@ def create_app(
     app.include_router(alerts_router(engine, history))
     app.include_router(oncall_router(engine))
     app.include_router(ui.ui_router())
+    app.add_exception_handler(StoreUnavailable, _store_unavailable)
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
     return app
+
+
+async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A read while the store cannot be reached (a ClickHouse outage): 503, retry shortly."""
+    retry_after = getattr(exc, "retry_after", 2)
+    return JSONResponse(
+        {"detail": f"the trace store is unavailable, retry: {exc}"},
+        status_code=503,
+        headers={"Retry-After": str(retry_after)},
+    )

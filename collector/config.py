@@ -189,7 +189,7 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     storage = _mapping(doc.get("storage"), "storage")
     _only(storage, "storage", {"db", "retention", "memory_limit", "threads"})
     if "db" in storage:
-        values["db"] = _opt_str(storage["db"], "storage.db") or DEFAULT_DB
+        values["db"] = check_db(_opt_str(storage["db"], "storage.db") or DEFAULT_DB, "storage.db")
     if "retention" in storage:
         values["retention_s"] = parse_duration(storage["retention"], "storage.retention")
     if "memory_limit" in storage:
@@ -255,6 +255,19 @@ def _alerting(alerting: Mapping[str, Any]) -> Mapping[str, Any]:
     return alerting
 
 
+def check_db(db: str, key: str) -> str:
+    """``db`` unchanged; a ``clickhouse://`` URL that cannot be used is a ConfigError naming ``key``
+    (and never the password)."""
+    from reach_collector.store.clickhouse.url import URLError, is_clickhouse_url, parse_clickhouse_url
+
+    if is_clickhouse_url(db):
+        try:
+            parse_clickhouse_url(db, env={})
+        except URLError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+    return db
+
+
 def load_file(path: str | os.PathLike[str]) -> Settings:
     import yaml  # optional dependency of the collector extra; imported where needed
 
@@ -274,7 +287,7 @@ def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:
     """§10 environment overrides (plus ``REACH_COLLECTOR_MEMORY_LIMIT``)."""
     changes: dict[str, Any] = {}
     if env.get("REACH_COLLECTOR_DB"):
-        changes["db"] = env["REACH_COLLECTOR_DB"]
+        changes["db"] = check_db(env["REACH_COLLECTOR_DB"], "REACH_COLLECTOR_DB")
     if env.get("REACH_COLLECTOR_PORT"):
         try:
             changes["port"] = _int(int(env["REACH_COLLECTOR_PORT"]), "REACH_COLLECTOR_PORT", 0, 65535)

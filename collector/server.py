@@ -10,7 +10,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
@@ -63,7 +62,10 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     from reach_collector.ingest import fast
     from reach_collector.ingest.grpc_server import start_grpc
     from reach_collector.ingest.pool import default_workers, start_pool
-    from reach_collector.store.duckdb_store import MEMORY, DuckDBStore
+    from reach_collector.store.clickhouse.driver import StoreError
+    from reach_collector.store.clickhouse.url import URLError
+    from reach_collector.store.open import describe_store, open_store
+    from reach_collector.store.unavailable import StoreUnavailable
 
     reason = check_bind(settings)
     if reason:
@@ -73,10 +75,13 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     # Port 0 binds a free port: the settings (and so the alerts' externalURL) say which one.
     settings = replace(settings, port=int(sock.getsockname()[1]))
     try:
-        store = DuckDBStore(settings.db, memory_limit=settings.memory_limit, threads=settings.threads)
+        store = open_store(settings)
     except duckdb.Error as exc:
         sock.close()
         raise StartupError(f"cannot open the trace store {settings.db}: {exc}") from None
+    except (URLError, StoreUnavailable, StoreError) as exc:  # ClickHouse; messages carry no password
+        sock.close()
+        raise StartupError(f"cannot open the trace store: {exc}") from None
     workers = default_workers() if settings.decode_workers < 0 else settings.decode_workers
     pool = start_pool(workers) if workers > 0 else None
     app = create_app(settings, store=store, pool=pool)
@@ -103,11 +108,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
             print(f"reach-otel collector listening on {settings.host}:{grpc_port} (OTLP/gRPC)", file=out)
         else:
             print("reach-otel collector: OTLP/gRPC off", file=out)
-        where = (
-            "in memory (nothing is kept after exit)"
-            if settings.db == MEMORY
-            else str(Path(settings.db).resolve())
-        )
+        where = describe_store(settings, store)
         print(f"reach-otel collector data: {where}; retention {settings.retention_s:g}s", file=out)
         if settings.auth_enabled:
             scopes = [n for n, t in (("ingest", settings.ingest_token), ("query", settings.query_token)) if t]

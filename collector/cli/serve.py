@@ -13,7 +13,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=None, help="OTLP/HTTP and API port (default 4318)")
     parser.add_argument("--grpc-port", type=int, default=None, help="OTLP/gRPC port (default 4317; 0 = off)")
     parser.add_argument(
-        "--db", default=None, help="DuckDB file (default ./reach-data/traces.duckdb) or :memory:"
+        "--db",
+        default=None,
+        help="DuckDB file (default ./reach-data/traces.duckdb), :memory:, or "
+        "clickhouse://[USER@]HOST:9000/DATABASE[?cluster=NAME] (password: REACH_CLICKHOUSE_PASSWORD)",
     )
     parser.add_argument("--config", default=None, help="YAML config file (see the configuration reference)")
     parser.add_argument("--retention", default=None, help="drop spans older than this (e.g. 7d, 12h)")

@@ -85,7 +85,7 @@ FILTERS = [
     TraceFilter(since_ns=NOW_NS - 600 * 10**9),
     TraceFilter(until_ns=NOW_NS - 600 * 10**9, limit=50),
     TraceFilter(since_ns=NOW_NS - 900 * 10**9, until_ns=NOW_NS - 300 * 10**9, limit=50),
-    TraceFilter(min_duration_ms=950.0, limit=50),
+    TraceFilter(min_duration_ms=905.0, limit=50),
     TraceFilter(min_duration_ms=1e9),
     TraceFilter(attributes=(("app.tier", "gold"),), limit=50),
     TraceFilter(attributes=(("app.retries", "2"),), limit=50),

@@ -86,6 +86,13 @@ class ClickHouseStore:
             ]
         self._insert_settings = {"insert_distributed_sync": 1} if self.url.cluster else None
         self._closed = False
+        self.server_version = str(self._backend.execute("SELECT version()")[0][0])
+
+    def describe(self) -> str:
+        """Where the data lives, for the startup line: the URL without its password, the server's
+        version, and in a cluster how many servers hold the shards."""
+        servers = f", cluster {self.url.cluster} of {len(self._shards)} servers" if self.url.cluster else ""
+        return f"{self.where} (ClickHouse {self.server_version}{servers})"
 
     @classmethod
     def in_process(cls, path: str | Path, database: str = "reach") -> ClickHouseStore:

@@ -10,6 +10,7 @@ opens a new one. A backend is also what the store needs from chdb (``chdb_backen
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Protocol
@@ -18,6 +19,10 @@ from reach_collector.store.clickhouse.url import ClickHouseURL
 from reach_collector.store.unavailable import StoreUnavailable
 
 __all__ = ["Backend", "DriverBackend", "transient"]
+
+# The driver logs each failed connection with a traceback; the store reports failures itself (one
+# line, as StoreUnavailable), so without a handler of the application's they go nowhere.
+logging.getLogger("clickhouse_driver").addHandler(logging.NullHandler())
 
 CONNECT_TIMEOUT_S: Final = 5.0
 # A query or an insert that has not answered in this long fails (503); ingest batches are ≤ 64k

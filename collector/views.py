@@ -2,23 +2,49 @@
 
 A handoff span also carries ``handoff``: its one outcome (SPEC §11, ``handoff_outcome``) with
 ``inferred`` saying whether it came from the target's next agent span in the trace.
+
+``trace_body`` is what the API sends: the bytes of ``dumps(trace_json(...))`` (the reference, which
+the tests hold it to); for a large trace built a column at a time (trace_columns), not a dict per span.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
+import pyarrow as pa
 from reach_collector.handoff_outcome import from_target, is_recorded, next_run
+from reach_collector.store import span_rows
+from reach_collector.trace_columns import (
+    KIND_NAMES,
+    STATUS_NAMES,
+    encode_spans,
+    finite,
+    joined,
+    rows_where,
+    span_table,
+)
 
 from reach_otel import semconv as sc
 
-KIND_NAMES: Final = ("INTERNAL", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
-STATUS_NAMES: Final = ("UNSET", "OK", "ERROR")
 # Deeper chains are attached at this depth, so a hostile parent chain cannot blow the JSON encoder.
 MAX_TREE_DEPTH: Final = 128
+# What agent_runs and handoff_json read of a row.
+_HANDOFF_COLUMNS: Final = (
+    "span_id",
+    "operation",
+    "agent",
+    "start_ns",
+    "status_code",
+    "attributes",
+    "handoff_source",
+    "handoff_target",
+    "handoff_status",
+    "handoff_mode",
+)
 
 
 def iso(ns: int) -> str:
@@ -45,10 +71,11 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        # NaN as null, as orjson writes it: the stdlib would write NaN, which is not JSON.
+        return json.dumps(finite(value), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def span_json(row: dict[str, Any]) -> dict[str, Any]:
+def span_json(row: Mapping[str, Any]) -> dict[str, Any]:
     scope = _load(row["scope"], None)
     return {
         "trace_id": row["trace_id"],
@@ -78,24 +105,20 @@ def span_json(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def trace_json(trace_id: str, rows: list[dict[str, Any]], *, tree: bool = True) -> dict[str, Any]:
+def trace_json(trace_id: str, rows: Iterable[Mapping[str, Any]], *, tree: bool = True) -> dict[str, Any]:
     """The full trace: spans ordered by start time (duplicates from exporter retries dropped) and,
-    unless ``tree`` is false, the nested ``roots`` tree that repeats every span."""
+    unless ``tree`` is false, the nested ``roots`` tree that repeats every span. A dict per span:
+    the reference that trace_body's bytes are held to."""
     seen: set[str] = set()
     spans: list[dict[str, Any]] = []
-    kept: list[dict[str, Any]] = []
+    kept: list[Mapping[str, Any]] = []
     for row in rows:
         if row["span_id"] in seen:
             continue
         seen.add(row["span_id"])
         kept.append(row)
         spans.append(span_json(row))
-    runs: dict[str, list[tuple[int, str, int]]] = {}
-    for r in kept:
-        if r["operation"] == sc.OP_AGENT and r["agent"] is not None:
-            runs.setdefault(r["agent"], []).append((r["start_ns"], r["span_id"], r["status_code"]))
-    for agent_runs in runs.values():
-        agent_runs.sort()
+    runs = agent_runs(kept)
     for row, span in zip(kept, spans, strict=True):
         if row["operation"] == sc.OP_HANDOFF:
             span["handoff"] = handoff_json(row, runs)
@@ -105,7 +128,72 @@ def trace_json(trace_id: str, rows: list[dict[str, Any]], *, tree: bool = True) 
     return out
 
 
-def handoff_json(row: dict[str, Any], runs: dict[str, list[tuple[int, str, int]]]) -> dict[str, Any]:
+def trace_body(trace_id: str, rows: Sequence[Mapping[str, Any]], *, tree: bool = True) -> bytes:
+    """The JSON bytes of ``trace_json(trace_id, rows, tree=tree)``, spans encoded a column at a time
+    with the stored JSON text spliced in (trace_columns); the nested tree, when asked for, splices
+    the same span texts in build_tree's order, each with its ``children``. A small trace is
+    shaped as dicts (span_rows.COLUMNS_FROM): that costs less there."""
+    if len(rows) < span_rows.COLUMNS_FROM:
+        return dumps(trace_json(trace_id, rows, tree=tree))
+    table = span_table(rows)
+    few = rows_where(table, "operation", (sc.OP_AGENT, sc.OP_HANDOFF), _HANDOFF_COLUMNS)
+    runs = agent_runs(row for _, row in few)
+    tails = {
+        index: ',"handoff":' + orjson.dumps(handoff_json(row, runs)).decode()
+        for index, row in few
+        if row["operation"] == sc.OP_HANDOFF
+    }
+    texts = encode_spans(table, tails)
+    count: int = table.num_rows
+    head = b'{"trace_id":%b,"span_count":%d,"spans":[%b]' % (orjson.dumps(trace_id), count, joined(texts))
+    if not tree:
+        return head + b"}"
+    return head + b',"roots":[' + _nested(table, texts.to_pylist()).encode() + b"]}"
+
+
+def _nested(table: pa.Table, texts: list[str]) -> str:
+    """The roots tree as text: build_tree over each span's ids and start, every span's own text
+    (less its closing brace) followed by its children."""
+    keys = zip(
+        table.column("span_id").to_pylist(),
+        table.column("parent_span_id").to_pylist(),
+        table.column("start_ns").to_pylist(),
+        strict=True,
+    )
+    light = [
+        {"span_id": s, "parent_span_id": p, "start_time_unix_nano": t, "at": i}
+        for i, (s, p, t) in enumerate(keys)
+    ]
+    parts: list[str] = []
+
+    def emit(node: dict[str, Any]) -> None:  # recursion depth is bounded by MAX_TREE_DEPTH
+        parts.append(texts[node["at"]][:-1])
+        parts.append(',"children":[')
+        for k, child in enumerate(node["children"]):
+            if k:
+                parts.append(",")
+            emit(child)
+        parts.append("]}")
+
+    for k, root in enumerate(build_tree(light)):
+        if k:
+            parts.append(",")
+        emit(root)
+    return "".join(parts)
+
+
+def agent_runs(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[int, str, int]]]:
+    """Agent → its runs in the trace, sorted: ``(start_ns, span_id, status_code)`` (handoff_json)."""
+    runs: dict[str, list[tuple[int, str, int]]] = {}
+    for r in rows:
+        if r["operation"] == sc.OP_AGENT and r["agent"] is not None:
+            runs.setdefault(r["agent"], []).append((r["start_ns"], r["span_id"], r["status_code"]))
+    for found in runs.values():
+        found.sort()
+    return runs
+
+
+def handoff_json(row: Mapping[str, Any], runs: dict[str, list[tuple[int, str, int]]]) -> dict[str, Any]:
     """A handoff row's source, target, mode and its one outcome, given the trace's agent runs
     (agent → sorted ``(start_ns, span_id, status_code)``)."""
     attributes = _load(row["attributes"], {})

@@ -9,7 +9,7 @@ from typing import Any, Final
 from fastapi import APIRouter, HTTPException, Request, Response
 from reach_collector.api.timeparse import parse_time_ns
 from reach_collector.store.duckdb_store import TraceFilter
-from reach_collector.views import dumps, summary_json, trace_json
+from reach_collector.views import summary_json, trace_body
 
 TRACE_ID_RE: Final = re.compile(r"^[0-9a-fA-F]{32}$")
 DEFAULT_LIMIT: Final = 20
@@ -44,8 +44,8 @@ def get_trace(trace_id: str, request: Request) -> Response:
     rows = request.app.state.store.trace_spans(tid)
     if not rows:
         raise HTTPException(404, f"trace {tid} not found")
-    # Serialised once, straight to bytes: the default encoder walks every span dict first.
-    return Response(dumps(trace_json(tid, rows, tree=tree)), media_type="application/json")
+    # Encoded a column at a time, straight to bytes (views.trace_body): no dict per span.
+    return Response(trace_body(tid, rows, tree=tree), media_type="application/json")
 
 
 def parse_filter(params: list[tuple[str, str]], now_s: float) -> TraceFilter:

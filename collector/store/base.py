@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -28,7 +28,9 @@ class TraceStore(Protocol):
     # reading: any thread
     def ping(self) -> bool: ...
 
-    def trace_spans(self, trace_id: str) -> list[dict[str, Any]] | None: ...
+    # One trace's rows (store.schema columns) in start order, None when unknown. A store that reads
+    # columns returns span_rows.SpanRows (the trace view then encodes whole columns); list[dict] works.
+    def trace_spans(self, trace_id: str) -> Sequence[Mapping[str, Any]] | None: ...
 
     def search(self, f: TraceFilter) -> list[dict[str, Any]]: ...
 

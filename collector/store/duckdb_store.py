@@ -20,6 +20,7 @@ from typing import Any, Final
 import duckdb
 import pyarrow as pa
 from reach_collector.alerting.data import Heartbeat
+from reach_collector.store import span_rows
 from reach_collector.store.schema import (
     ADD_TRACE_KEY,
     AUX_COLUMNS,
@@ -31,6 +32,7 @@ from reach_collector.store.schema import (
     TRACE_COLUMNS,
     TRACE_KEY_OF,
 )
+from reach_collector.store.span_rows import SpanRows
 
 MEMORY: Final = ":memory:"
 # DuckDB's row group (rows). Checkpoints taken at a fixed WAL size (64 MB: a third of a row group
@@ -291,28 +293,35 @@ class DuckDBStore:
     def ping(self) -> bool:
         return not self._closed and self._cursor().execute("SELECT 1").fetchall() == [(1,)]
 
-    def trace_spans(self, trace_id: str) -> list[dict[str, Any]] | None:
-        """Every stored row of one trace, ordered by start time; None when the trace is unknown."""
+    def trace_spans(self, trace_id: str) -> list[dict[str, Any]] | SpanRows | None:
+        """Every stored row of one trace, ordered by start time; None when the trace is unknown.
+        A large trace (span_rows.COLUMNS_FROM) is read as Arrow columns, rows on demand."""
         cur = self._cursor()
         bounds: tuple[int | None, int | None] = (None, None)
+        count: int | None = None  # spans, as the lookup counts them; unknown when found by key
         if self._checkpointing:
             bounds = self._bounds_by_key(cur, trace_id)
         if bounds[0] is None:  # (not found by key: look it up by id, as outside checkpoints)
-            bounds = cur.execute(
-                "SELECT min(f), max(l) FROM ("
-                " SELECT first_start_ns AS f, last_end_ns AS l FROM traces WHERE trace_id = ?"
-                " UNION ALL SELECT first_start_ns, last_end_ns FROM trace_parts WHERE trace_id = ?)",
+            first, last, count = cur.execute(
+                "SELECT min(f), max(l), sum(n) FROM (SELECT first_start_ns AS f, last_end_ns AS l,"
+                " span_count AS n FROM traces WHERE trace_id = ? UNION ALL"
+                " SELECT first_start_ns, last_end_ns, span_count FROM trace_parts WHERE trace_id = ?)",
                 [trace_id, trace_id],
             ).fetchall()[0]
+            bounds = (first, last)
         if bounds[0] is None:
             return None
         # The time bounds let DuckDB skip every row group outside the trace (zone maps).
-        cur.execute(
+        sql = (
             f"SELECT {', '.join(SPAN_NAMES)} FROM spans "
-            "WHERE trace_id = ? AND start_ns BETWEEN ? AND ? ORDER BY start_ns, span_id",
-            [trace_id, bounds[0], bounds[1]],
+            "WHERE trace_id = ? AND start_ns BETWEEN ? AND ? ORDER BY start_ns, span_id"
         )
-        return [dict(zip(SPAN_NAMES, row, strict=True)) for row in cur.fetchall()]
+        params = [trace_id, bounds[0], bounds[1]]
+        if count is not None and count < span_rows.COLUMNS_FROM:
+            cur.execute(sql, params)
+            return [dict(zip(SPAN_NAMES, row, strict=True)) for row in cur.fetchall()]
+        # Columns: for 10 000 spans fetchall's tuples and the dicts cost ~4x the Arrow read.
+        return SpanRows(cur.sql(sql, params=params).to_arrow_table())
 
     @staticmethod
     def _bounds_by_key(cur: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[int | None, int | None]:

@@ -85,9 +85,8 @@ def transient(exc: BaseException) -> bool:
 
 
 def _short(exc: BaseException, password: str) -> str:
-    """The first line of a driver error (its stack trace dropped), the password cut out."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    text = text.removesuffix(" Stack trace:").strip()
+    """A driver error on one line, without the server's stack trace, the password cut out."""
+    text = " ".join(str(exc).split("Stack trace:")[0].split()) or type(exc).__name__
     return text.replace(password, "***") if password else text
 
 

@@ -85,7 +85,8 @@ def search_sql(f: TraceFilter, layout: Layout) -> tuple[str, list[Any]]:
     if f.min_duration_ms is not None:
         having.append("(m_last - m_first) >= ?")
         params.append(int(f.min_duration_ms * 1e6))
-    spans = layout.local("spans")
+    # Named with the database: a shard runs the subquery in its own default database.
+    spans = layout.q(layout.local("spans"))
     for key, value in f.attributes:
         cond = "has(attr_keys, ?) AND attr_values[indexOf(attr_keys, ?)] = ?"
         sub_params: list[Any] = [key, key, value]
@@ -97,7 +98,8 @@ def search_sql(f: TraceFilter, layout: Layout) -> tuple[str, list[Any]]:
     if f.since_ns is not None:
         # A trace that starts since then has every lookup row in that hour or later: only those
         # traces are merged (all their rows, so an earlier start still rules one out).
-        where.append(f"trace_id IN (SELECT trace_id FROM {layout.local('traces')} WHERE start_hour >= ?)")
+        traces = layout.q(layout.local("traces"))
+        where.append(f"trace_id IN (SELECT trace_id FROM {traces} WHERE start_hour >= ?)")
         where_params.append(f.since_ns // HOUR_NS)
     where_sql = f" WHERE {' AND '.join(where)}" if where else ""
     having_sql = f" HAVING {' AND '.join(having)}" if having else ""

@@ -17,6 +17,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, Final
 
+from reach_collector.store.dialect import DUCKDB, Dialect
+
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 
@@ -33,8 +35,6 @@ __all__ = [
 ERROR_CODE: Final = 2  # OTLP STATUS_CODE_ERROR
 # Statuses that say nothing about the outcome unless the state machine moved (transitions > 0).
 NO_OUTCOME: Final = (hf.UNKNOWN, hf.CREATED)
-# JSON types DuckDB reports for a number; a string or boolean "3" is not a transition count.
-_NUMBER_TYPES: Final = ("UBIGINT", "BIGINT", "DOUBLE")
 
 
 def has_transitions(value: Any) -> bool:
@@ -64,17 +64,19 @@ def next_run(handoff_start_ns: int, runs: Sequence[tuple[int, str, int]]) -> int
     return runs[i][2] if i < len(runs) else None
 
 
-def recorded_sql(status: str = "handoff_status", attributes: str = "attributes") -> tuple[str, list[Any]]:
-    """The SQL boolean of ``is_recorded`` over span columns, with its parameters in order."""
-    path = '$."' + sc.REACH_HANDOFF_TRANSITIONS + '"'
-    numbers = ", ".join("?" * len(_NUMBER_TYPES))
-    # A CASE, so the attributes JSON is parsed only for the few spans whose status says nothing.
+def recorded_sql(
+    dialect: Dialect = DUCKDB, status: str = "handoff_status", attributes: str = "attributes"
+) -> tuple[str, list[Any]]:
+    """The SQL boolean (1 or 0) of ``is_recorded`` over span columns, with its parameters in order.
+    A CASE, so the attributes are read only for the few spans whose status says nothing; the
+    transitions count is the attribute's JSON text read as a number (a quoted "3", a boolean or
+    anything else that is not a number reads as 0)."""
+    transitions, params = dialect.attr_json(attributes, sc.REACH_HANDOFF_TRANSITIONS)
     sql = (
-        f"(CASE WHEN coalesce({status}, '') = '' THEN false WHEN {status} NOT IN (?, ?) THEN true"
-        f" ELSE coalesce(json_type(json_extract({attributes}, ?)) IN ({numbers})"
-        f" AND TRY_CAST(json_extract({attributes}, ?) AS DOUBLE) > 0, false) END)"
+        f"(CASE WHEN coalesce({status}, '') = '' THEN 0 WHEN {status} NOT IN (?, ?) THEN 1"
+        f" WHEN {dialect.float_or_zero(transitions)} > 0 THEN 1 ELSE 0 END)"
     )
-    return sql, [*NO_OUTCOME, path, *_NUMBER_TYPES, path]
+    return sql, [*NO_OUTCOME, *params]
 
 
 # Columns of a handoff span ``outcomes_sql`` always reads; callers may name more.
@@ -89,45 +91,47 @@ def outcomes_sql(
     where: str = "",
     where_params: Sequence[Any] = (),
     until: int | None = None,
+    dialect: Dialect = DUCKDB,
 ) -> tuple[str, list[Any]]:
-    """A ``WITH`` clause ending in ``e``: one row per handoff span ending in ``(lo, hi]`` (and
-    matching ``where``, an ``AND …`` over span columns), with its outcome ``status``, ``inferred``
-    and the handoff span's ``columns``. ``since`` bounds the search for the target's next agent
-    span (any time at or before the earliest handoff start: such a span starts, so ends, after its
-    handoff); None takes that earliest start itself. ``until`` is the latest end of a target span
-    that counts (None: ``hi``, the outcome as of the window's end). Columns are the caller's
-    constants, never user input; parameters come back in order."""
-    recorded, recorded_params = recorded_sql()
+    """A subquery (use it as ``FROM (…) AS e``): one row per handoff span ending in ``(lo, hi]``
+    (and matching ``where``, an ``AND …`` over span columns), with its outcome ``status``,
+    ``inferred`` (1 or 0) and the handoff span's ``columns``. ``since`` bounds the search for the
+    target's next agent span (any time at or before the earliest handoff start: such a span
+    starts, so ends, after its handoff); None takes that earliest start itself. ``until`` is the
+    latest end of a target span that counts (None: ``hi``, the outcome as of the window's end).
+    Columns are the caller's constants, never user input; parameters come back in order.
+
+    Written in the subset both stores take: the handoffs ``h`` appear three times (as the outer
+    rows, and twice to bound the target search), the join is on equalities with the time test
+    after it, and a handoff with no target run is told apart by ``found`` (0 on ClickHouse's
+    LEFT JOIN, NULL on DuckDB's)."""
+    recorded, recorded_params = recorded_sql(dialect)
     picked = list(dict.fromkeys((*_BASE, *columns)))
-    sql = (
-        "WITH h AS ("
-        f" SELECT {', '.join(picked)}, NOT {recorded} AS bare"
-        f" FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?{where}),"
-        " t AS (SELECT trace_id, agent, start_ns, span_id, status_code FROM spans"
-        f"  WHERE end_ns >= {'?' if since is not None else '(SELECT min(start_ns) FROM h WHERE bare)'}"
-        "  AND end_ns <= ? AND operation = ?"
-        "  AND trace_id IN (SELECT trace_id FROM h WHERE bare)),"
-        " nxt AS (SELECT h.span_id, h.trace_id,"
-        "  arg_min(t.status_code, {'s': t.start_ns, 'i': t.span_id}) AS target_code"
-        "  FROM h JOIN t ON t.trace_id = h.trace_id AND t.agent = h.handoff_target"
-        "  AND t.start_ns >= h.start_ns WHERE h.bare GROUP BY h.span_id, h.trace_id),"
-        " e AS (SELECT CASE WHEN NOT h.bare THEN h.handoff_status"
-        "   WHEN nxt.target_code IS NULL THEN ? WHEN nxt.target_code = ? THEN ? ELSE ? END AS status,"
-        f"   h.bare AS inferred{''.join(f', h.{c}' for c in columns)}"
-        "  FROM h LEFT JOIN nxt ON nxt.span_id = h.span_id AND nxt.trace_id = h.trace_id)"
+    h = (
+        f"SELECT {', '.join(picked)}, {recorded} AS recorded"
+        f" FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?{where}"
     )
-    params = [
-        *recorded_params,
-        lo,
-        hi,
-        sc.OP_HANDOFF,
-        *where_params,
-        *([since] if since is not None else []),
-        hi if until is None else until,
-        sc.OP_AGENT,
-        hf.UNKNOWN,
-        ERROR_CODE,
-        hf.FAILED,
-        hf.COMMITTED,
-    ]
+    h_params = [*recorded_params, lo, hi, sc.OP_HANDOFF, *where_params]
+    bare = f"(SELECT trace_id, span_id, start_ns, handoff_target FROM ({h}) WHERE recorded = 0)"
+    first = "?" if since is not None else f"(SELECT min(start_ns) FROM {bare})"
+    t = (
+        "SELECT trace_id AS t_trace, agent AS t_agent, start_ns AS t_start, span_id AS t_span,"
+        f" status_code AS t_code FROM spans WHERE end_ns >= {first} AND end_ns <= ? AND operation = ?"
+        f" AND trace_id IN (SELECT trace_id FROM {bare})"
+    )
+    t_params = [*([since] if since is not None else h_params), hi if until is None else until, sc.OP_AGENT]
+    t_params += h_params
+    nxt = (
+        "SELECT n_trace, n_span, argMin(t_code, (t_start, t_span)) AS target_code, 1 AS found FROM ("
+        f" SELECT b.trace_id AS n_trace, b.span_id AS n_span, b.start_ns AS n_start, t_start, t_span, t_code"
+        f" FROM {bare} AS b JOIN ({t}) AS t ON t.t_trace = b.trace_id AND t.t_agent = b.handoff_target"
+        ") WHERE t_start >= n_start GROUP BY n_trace, n_span"
+    )
+    sql = (
+        "SELECT CASE WHEN h.recorded = 1 THEN h.handoff_status WHEN coalesce(nxt.found, 0) = 0 THEN ?"
+        " WHEN nxt.target_code = ? THEN ? ELSE ? END AS status,"
+        f" 1 - h.recorded AS inferred{''.join(f', h.{c} AS {c}' for c in columns)}"
+        f" FROM ({h}) AS h LEFT JOIN ({nxt}) AS nxt ON nxt.n_span = h.span_id AND nxt.n_trace = h.trace_id"
+    )
+    params = [hf.UNKNOWN, ERROR_CODE, hf.FAILED, hf.COMMITTED, *h_params, *h_params, *t_params]
     return sql, params

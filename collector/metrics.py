@@ -93,7 +93,7 @@ def golden(store: TraceStore, now_ns: int, window_s: float, by: str = "agent") -
     d = dialect_of(store)
     sql, repeat = d.grouped_with_total(
         column,
-        f"count(*), countIf(status_code = {_ERROR}), {d.quantiles('duration_ms', _QUANTILES)}",
+        f"count(*), {d.count_if(f'status_code = {_ERROR}')}, {d.quantiles('duration_ms', _QUANTILES)}",
         f"spans WHERE end_ns > ? AND end_ns <= ? AND {where}",
     )
     rows = sorted(store.query(sql, [lo, hi, *params] * repeat), key=lambda r: (r[1] == 0, r[0] is None, r[0]))
@@ -129,7 +129,7 @@ def timeseries(
     d = dialect_of(store)
     rows = store.query(
         f"SELECT {column}, {d.int_div('end_ns - ? - 1', '?')} AS bucket, count(*), "
-        f"countIf(status_code = {_ERROR}), {d.quantiles('duration_ms', _QUANTILES)} "
+        f"{d.count_if(f'status_code = {_ERROR}')}, {d.quantiles('duration_ms', _QUANTILES)} "
         f"FROM spans WHERE end_ns > ? AND end_ns <= ? AND {where} GROUP BY {column}, bucket",
         [since_ns, step_ns, since_ns, now_ns, *params],
     )
@@ -180,7 +180,7 @@ def agent_window_stats(store: TraceStore, now_ns: int, window_s: float) -> dict[
     d = dialect_of(store)
     window = "FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL"
     rows = store.query(
-        f"SELECT agent, count(*), countIf(status_code = {_ERROR}), {d.quantile('duration_ms', 0.99)} "
+        f"SELECT agent, count(*), {d.count_if(f'status_code = {_ERROR}')}, {d.quantile('duration_ms', 0.99)} "
         f"{window} GROUP BY agent",
         [lo, hi, sc.OP_AGENT],
     )
@@ -252,12 +252,13 @@ def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]
     """Each handoff's one outcome (SPEC §11, ``handoff_outcome``): its recorded status, or, with
     none recorded, the target's next agent span in the trace (not ERROR → committed, ERROR →
     failed, none → unknown), marked inferred."""
-    outcomes_cte, params = outcomes_sql(lo, hi, since, ("handoff_mode",))
+    outcomes, params = outcomes_sql(lo, hi, since, ("handoff_mode",), dialect=dialect_of(store))
     rows = store.query(
-        f"{outcomes_cte} SELECT status, inferred, count(*), count(*) FILTER (WHERE handoff_mode = ?)"
-        " FROM e GROUP BY ALL ORDER BY 1, 2",
-        [*params, "escalate"],
+        f"SELECT status, inferred, count(*), {dialect_of(store).count_if('handoff_mode = ?')}"
+        f" FROM ({outcomes}) AS e GROUP BY status, inferred",
+        ["escalate", *params],
     )
+    rows.sort(key=lambda r: (r[0], r[1]))
     outcomes = [
         {"status": status, "inferred": bool(inferred), "handoffs": int(n)} for status, inferred, n, _ in rows
     ]
@@ -286,10 +287,11 @@ def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]
 def _hops_and_loops(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]:
     """Per trace with an agent span ending in the window: its handoff spans (hops) and whether
     any span in it detected a loop."""
+    d = dialect_of(store)
     row = store.query(
-        f"SELECT count(*), {dialect_of(store).quantiles('hops', _QUANTILES)}, countIf(hops <= 2),"
-        " countIf(looped = 1) FROM ("
-        "  SELECT trace_id, countIf(operation = ?) AS hops, max(loop_detected) AS looped FROM spans"
+        f"SELECT count(*), {d.quantiles('hops', _QUANTILES)}, {d.count_if('hops <= 2')},"
+        f" {d.count_if('looped = 1')} FROM ("
+        f"  SELECT trace_id, {d.count_if('operation = ?')} AS hops, max(loop_detected) AS looped FROM spans"
         "  WHERE end_ns >= ? AND end_ns <= ? AND trace_id IN ("
         "   SELECT trace_id FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?)"
         "  GROUP BY trace_id)",

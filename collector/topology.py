@@ -16,6 +16,7 @@ from typing import Any, Final
 from reach_collector.handoff_outcome import ERROR_CODE, outcomes_sql
 from reach_collector.metrics import agent_tokens
 from reach_collector.store.base import TraceStore
+from reach_collector.store.dialect import dialect_of
 from reach_collector.views import iso
 
 from reach_otel import handoff_state as hf
@@ -76,17 +77,18 @@ def edges(
         ("handoff_source", "handoff_target", "handoff_mode", "duration_ms", "loop_detected"),
         where,
         where_params,
+        dialect=dialect_of(store),
     )
     # One count per known status and mode (a MAP aggregate such as histogram() costs ten times
     # more); what is none of them is ``other``.
     by_status = ", ".join("count(*) FILTER (WHERE status = ?)" for _ in hf.STATES)
     by_mode = ", ".join("count(*) FILTER (WHERE handoff_mode = ?)" for _ in _MODES)
     rows = store.query(
-        f"{cte} SELECT handoff_source, handoff_target, count(*), count(handoff_mode), {by_status}, {by_mode},"
-        " count(*) FILTER (WHERE inferred), quantile_cont(duration_ms, 0.95),"
+        f"SELECT handoff_source, handoff_target, count(*), count(handoff_mode), {by_status}, {by_mode},"
+        " count(*) FILTER (WHERE inferred = 1), quantile_cont(duration_ms, 0.95),"
         " count(*) FILTER (WHERE loop_detected)"
-        " FROM e GROUP BY ALL ORDER BY 3 DESC, 1 NULLS LAST, 2 NULLS LAST",
-        [*params, *hf.STATES, *_MODES],
+        f" FROM ({cte}) AS e GROUP BY ALL ORDER BY 3 DESC, 1 NULLS LAST, 2 NULLS LAST",
+        [*hf.STATES, *_MODES, *params],
     )
     out = []
     k, m = len(hf.STATES), len(_MODES)
@@ -202,7 +204,9 @@ def edge_counts(
     spans ending by ``until`` (None: ``hi``). Each row also has, per cut in ``cuts``, the same
     three counts of its handoffs ending after the cut. Rows: (source, target, minute, counts, per cut)."""
     since = first_handoff_start(store, lo, hi)
-    cte, params = outcomes_sql(lo, hi, since, ("handoff_source", "handoff_target", "end_ns"), until=until)
+    cte, params = outcomes_sql(
+        lo, hi, since, ("handoff_source", "handoff_target", "end_ns"), until=until, dialect=dialect_of(store)
+    )
     taken = ", ".join("?" * len(TAKEN))
     three = (
         "count(*) FILTER (WHERE {c}), count(*) FILTER (WHERE {c} AND status IN ({taken})),"
@@ -215,9 +219,9 @@ def edge_counts(
         pick_params += [cut, cut, *TAKEN, cut, hf.COMMITTED]
     minute = _minute_sql("end_ns") if by_minute else "NULL"
     rows = store.query(
-        f"{cte} SELECT handoff_source, handoff_target, {minute}, {', '.join(picks)} FROM e"
+        f"SELECT handoff_source, handoff_target, {minute}, {', '.join(picks)} FROM ({cte}) AS e"
         " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL GROUP BY ALL",
-        [*params, *pick_params],
+        [*pick_params, *params],
     )
     out: list[EdgeRow] = []
     for source, target, at, *counts in rows:
@@ -233,13 +237,15 @@ def edge_handoffs(
     unix ns, 1 if the target took it on else 0, 1 if committed else 0), outcomes by the §11 rule
     with the target spans ending by ``until`` (None: ``hi``)."""
     since = first_handoff_start(store, lo, hi)
-    cte, params = outcomes_sql(lo, hi, since, ("handoff_source", "handoff_target", "end_ns"), until=until)
+    cte, params = outcomes_sql(
+        lo, hi, since, ("handoff_source", "handoff_target", "end_ns"), until=until, dialect=dialect_of(store)
+    )
     taken = ", ".join("?" * len(TAKEN))
     rows: list[Any] = store.query(
-        f"{cte} SELECT handoff_source, handoff_target, end_ns,"
-        f" CASE WHEN status IN ({taken}) THEN 1 ELSE 0 END, CASE WHEN status = ? THEN 1 ELSE 0 END FROM e"
-        " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL",
-        [*params, *TAKEN, hf.COMMITTED],
+        f"SELECT handoff_source, handoff_target, end_ns,"
+        f" CASE WHEN status IN ({taken}) THEN 1 ELSE 0 END, CASE WHEN status = ? THEN 1 ELSE 0 END"
+        f" FROM ({cte}) AS e WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL",
+        [*TAKEN, hf.COMMITTED, *params],
     )
     return rows  # integers already: BIGINT and INTEGER columns
 

@@ -1,11 +1,11 @@
 """The few SQL spellings the two stores disagree on, so each query is written once (SPEC §16).
 
 A query module writes its SQL in the subset DuckDB and ClickHouse (18.16 to current) share —
-subqueries rather than CTEs, ``countIf``, ``argMax``/``argMin``, ``max`` of a flag rather than
+subqueries rather than CTEs, ``argMax``/``argMin``, ``max`` of a flag rather than
 ``bool_or``, columns named rather than numbered in ``GROUP BY``/``ORDER BY``, ``?`` placeholders —
 and asks its store's dialect for the rest: percentiles (linear interpolation, numpy's and DuckDB's
 ``quantile_cont``: ClickHouse has no such function before 20.x, so it is computed from the sorted
-values), integer division, an attribute's string value, and a group-by with a total row.
+values), conditional counts, integer division, an attribute's string value, and a group-by with a total row.
 
 Chosen over a transpiler (one that rewrites DuckDB SQL for ClickHouse) because what it writes
 targets current ClickHouse — CTEs, window functions, ``GROUPING SETS`` — which 18.16 rejects, and
@@ -38,6 +38,10 @@ class Dialect(Protocol):
 
     def quantile(self, expr: str, level: float) -> str: ...
 
+    def count_if(self, cond: str) -> str:
+        """How many rows of the group ``cond`` holds for: 0, never NULL, when none does."""
+        ...
+
     def int_div(self, a: str, b: str) -> str: ...
 
     def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
@@ -53,6 +57,10 @@ class Dialect(Protocol):
     def attr_keys(self, column: str) -> tuple[str, str]:
         """A set-returning expression giving one row per key of ``attributes`` or ``resource``,
         and the stored column it reads (for an inner SELECT)."""
+        ...
+
+    def float_or_zero(self, expr: str) -> str:
+        """A string read as a float; 0 when it is not a number (or NULL)."""
         ...
 
     def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
@@ -71,6 +79,9 @@ class _DuckDB:
     def quantile(self, expr: str, level: float) -> str:
         return f"quantile_cont({expr}, {float(level)!r})"
 
+    def count_if(self, cond: str) -> str:
+        return f"count(*) FILTER (WHERE {cond})"  # count_if gives NULL when every cond is NULL
+
     def int_div(self, a: str, b: str) -> str:
         return f"(({a}) // ({b}))"
 
@@ -85,6 +96,9 @@ class _DuckDB:
 
     def attr_keys(self, column: str) -> tuple[str, str]:
         return f"unnest(json_keys({_JSON_COLUMNS[column]}))", _JSON_COLUMNS[column]
+
+    def float_or_zero(self, expr: str) -> str:
+        return f"coalesce(TRY_CAST({expr} AS DOUBLE), 0)"
 
     def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
         sql = (
@@ -114,6 +128,9 @@ class _ClickHouse:
     def quantile(self, expr: str, level: float) -> str:
         return f"({self.quantiles(expr, [level])})[1]"
 
+    def count_if(self, cond: str) -> str:
+        return f"countIf({cond})"
+
     def int_div(self, a: str, b: str) -> str:
         return f"intDiv({a}, {b})"
 
@@ -124,11 +141,15 @@ class _ClickHouse:
     def attr_json(self, column: str, key: str) -> tuple[str, list[Any]]:
         # the stored JSON text's value: attribute objects are flat, so the first match is the key's
         keys, _ = _CH_ARRAYS[column]
-        return f"if(has({keys}, ?), visitParamExtractRaw({_JSON_COLUMNS[column]}, ?), NULL)", [key, key]
+        raw = f"replaceRegexpOne(visitParamExtractRaw({_JSON_COLUMNS[column]}, ?), '^[[:space:]]+', '')"
+        return f"if(has({keys}, ?), {raw}, NULL)", [key, key]
 
     def attr_keys(self, column: str) -> tuple[str, str]:
         keys = _CH_ARRAYS[column][0]
         return f"arrayJoin({keys})", keys
+
+    def float_or_zero(self, expr: str) -> str:
+        return f"toFloat64OrZero(ifNull({expr}, ''))"
 
     def grouped_with_total(self, column: str, aggregates: str, source: str) -> tuple[str, int]:
         sql = (

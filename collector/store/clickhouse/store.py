@@ -50,6 +50,11 @@ class ClickHouseStore:
     """Spans, the trace lookup and the side tables in one ClickHouse database."""
 
     dialect = "clickhouse"  # the SQL the query modules speak to it (reach_collector.store.dialect)
+    # the lookup's states merged per trace (store.base.TraceStore.trace_bounds)
+    trace_bounds = (
+        "(SELECT trace_id, minMerge(first_start_ns) AS first_start_ns,"
+        " maxMerge(last_end_ns) AS last_end_ns FROM traces GROUP BY trace_id)"
+    )
 
     def __init__(self, url: str | ClickHouseURL, *, backend: Backend | None = None) -> None:
         """Connect, create the database and tables if missing and migrate them (on every shard

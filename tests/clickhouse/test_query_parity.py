@@ -1,0 +1,162 @@
+"""The parity suite's query half (SPEC §16): the same spans written to DuckDB and to ClickHouse —
+a real 18.16 server, and current ClickHouse in process (chdb) — give the same answer from every
+query module: golden metrics by every ``by``, timeseries of every metric, the multi-agent metrics
+(handoff outcomes, hops, loops, tokens with the ancestor walk), the alert rules' window stats and
+heartbeats. Floats compare to 1e-9.
+
+The spans: the multi-agent metrics tests' scenario (every handoff outcome, a ping-pong loop, LLM
+spans without an agent name, a long request) and realistic OTLP traffic decoded by the
+collector's own decoder."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from ch_server import ClickHouseServer
+from reach_collector import metrics
+from reach_collector.ingest.decode import PROTOBUF
+from reach_collector.ingest.fast import flatten_body
+from reach_collector.store.base import TraceStore
+from reach_collector.store.clickhouse.store import ClickHouseStore
+from reach_collector.store.duckdb_store import DuckDBStore
+
+from reach_otel import semconv as sc
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "metrics"))
+sys.path.insert(0, str(ROOT / "bench"))
+from _spans import make_request  # noqa: E402
+from metrics_helpers import NOW_NS, new_span_id, new_trace_id, span, table, write  # noqa: E402
+from test_agent_metrics import PRICES, _scenario  # noqa: E402
+
+S = 1_000_000_000
+
+
+def _heartbeats() -> list[dict[str, Any]]:
+    rows = []
+    for i, agent in enumerate(("triage", "billing", "billing")):
+        rows.append(
+            span(
+                new_trace_id(),
+                operation=None,
+                name=sc.HEARTBEAT_SPAN_NAME,
+                end_ns=NOW_NS - (30 + 20 * i) * S,
+                attributes={sc.GEN_AI_AGENT_ID: agent},
+                service="desk",
+            )
+        )
+    return rows
+
+
+def _batches() -> list[pa.Table]:
+    traces, _ = _scenario()
+    rows = [r for t in traces for r in t.finish()] + _heartbeats()
+    rows.sort(key=lambda r: r["end_ns"])
+    out = [table(rows[: len(rows) // 2]), table(rows[len(rows) // 2 :])]
+    import random
+
+    rng = random.Random(7)
+    for i in range(3):  # realistic traffic ending in the last ten minutes
+        body = make_request(rng, 400, NOW_NS - (600 - 150 * i) * S).SerializeToString()
+        out.append(flatten_body(body, PROTOBUF).table)
+    return out
+
+
+@pytest.fixture(scope="module")
+def batches() -> list[pa.Table]:
+    return _batches()
+
+
+def _fill(store: TraceStore, batches: list[pa.Table]) -> TraceStore:
+    for batch in batches:
+        write(store, batch)  # type: ignore[arg-type]
+    return store
+
+
+@pytest.fixture(scope="module")
+def duck(batches: list[pa.Table], tmp_path_factory: pytest.TempPathFactory) -> Iterator[TraceStore]:
+    store = DuckDBStore(tmp_path_factory.mktemp("parity") / "traces.duckdb")
+    yield _fill(store, batches)
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def server_store(clickhouse: ClickHouseServer, batches: list[pa.Table]) -> Iterator[TraceStore]:
+    store = ClickHouseStore(clickhouse.url("reach_parity"))
+    yield _fill(store, batches)
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def chdb_store(batches: list[pa.Table], tmp_path_factory: pytest.TempPathFactory) -> Iterator[TraceStore]:
+    store = ClickHouseStore.in_process(tmp_path_factory.mktemp("parity-chdb"))
+    yield _fill(store, batches)
+    store.close()
+
+
+@pytest.fixture(params=["clickhouse-18.16", "chdb"])
+def other(request: pytest.FixtureRequest) -> TraceStore:
+    return request.getfixturevalue("server_store" if request.param == "clickhouse-18.16" else "chdb_store")
+
+
+def same(a: Any, b: Any, path: str = "$") -> None:
+    """Equal JSON values, floats to 1e-9 (relative or absolute)."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert a is not None and b is not None, f"{path}: {a!r} != {b!r}"
+        assert math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9), f"{path}: {a!r} != {b!r}"
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{path}: keys {sorted(a)} != {sorted(b)}"
+        for k in a:
+            same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple) and len(a) == len(b), f"{path}: {a!r} != {b!r}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+Call = Callable[[TraceStore], Any]
+CALLS: dict[str, Call] = {}
+for _by in metrics.BY_VALUES:
+    for _window in (300, 3600):
+        CALLS[f"golden by={_by} window={_window}"] = lambda s, by=_by, w=_window: metrics.golden(
+            s, NOW_NS, w, by
+        )
+for _metric in metrics.SERIES_METRICS:
+    CALLS[f"timeseries {_metric} by=agent"] = lambda s, m=_metric: metrics.timeseries(
+        s, NOW_NS, NOW_NS - 900 * S, 60, m, "agent"
+    )
+for _by in metrics.BY_VALUES:
+    CALLS[f"timeseries p95 by={_by}"] = lambda s, by=_by: metrics.timeseries(
+        s, NOW_NS, NOW_NS - 3600 * S, 300, "p95", by
+    )
+CALLS["agents 300s"] = lambda s: metrics.agents(s, NOW_NS, 300, PRICES)
+CALLS["agents 1h"] = lambda s: metrics.agents(s, NOW_NS, 3600, PRICES)
+CALLS["agents empty window"] = lambda s: metrics.agents(s, NOW_NS - 30 * 86400 * S, 300, PRICES)
+CALLS["agent_window_stats"] = lambda s: metrics.agent_window_stats(s, NOW_NS, 300)
+CALLS["last_heartbeats"] = lambda s: metrics.last_heartbeats(s, NOW_NS)
+CALLS["trace_lookback"] = lambda s: metrics.trace_lookback(s, NOW_NS - 300 * S, NOW_NS)
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_same_answer_on_both_stores(name: str, duck: TraceStore, other: TraceStore) -> None:
+    expected = CALLS[name](duck)
+    same(CALLS[name](other), expected)
+
+
+def test_the_scenario_is_not_empty(duck: TraceStore) -> None:
+    """The comparisons above compare something: calls, handoffs, loops and walked tokens."""
+    golden = metrics.golden(duck, NOW_NS, 300, "agent")
+    assert golden["total"]["calls"] > 100
+    agents = metrics.agents(duck, NOW_NS, 300, PRICES)
+    assert agents["handoffs"]["total"] >= 13 and agents["loops"]["traces_with_loop"] >= 1
+    assert any(a["agent"] == "C" and a["input_tokens"] >= 300 for a in agents["agents"])  # walked
+    assert metrics.last_heartbeats(duck, NOW_NS)
+    _ = new_span_id  # the helpers' ids keep counting across modules

@@ -82,7 +82,12 @@ def create_app(
     try:
         engine = build_engine(
             settings,
-            StoreAlertData(store, api_heartbeats=store.last_api_heartbeats, prices=settings.prices),
+            StoreAlertData(
+                store,
+                api_heartbeats=store.last_api_heartbeats,
+                prices=settings.prices,
+                retention_s=settings.retention_s,  # what retention may delete is never read from cache
+            ),
             history=history,
             sender=sender or http_sender,
             clock=clock,

@@ -101,37 +101,42 @@ def outcomes_sql(
     latest end of a target span that counts (None: ``hi``, the outcome as of the window's end).
     Columns are the caller's constants, never user input; parameters come back in order.
 
-    Written in the subset both stores take: the handoffs ``h`` appear three times (as the outer
-    rows, and twice to bound the target search), the join is on equalities with the time test
-    after it, and a handoff with no target run is told apart by ``found`` (0 on ClickHouse's
-    LEFT JOIN, NULL on DuckDB's)."""
+    Written in the subset both stores take, as named parts (``Dialect.compose``: a ``WITH`` on
+    DuckDB, inlined on ClickHouse); the join is on equalities with the time test after it, and a
+    handoff with no target run is told apart by ``found`` (0 on ClickHouse's LEFT JOIN, NULL on
+    DuckDB's)."""
     recorded, recorded_params = recorded_sql(dialect)
     picked = list(dict.fromkeys((*_BASE, *columns)))
     h = (
         f"SELECT {', '.join(picked)}, {recorded} AS recorded"
         f" FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ?{where}"
     )
-    h_params = [*recorded_params, lo, hi, sc.OP_HANDOFF, *where_params]
-    bare = f"(SELECT trace_id, span_id, start_ns, handoff_target FROM ({h}) WHERE recorded = 0)"
-    first = "?" if since is not None else f"(SELECT min(start_ns) FROM {bare})"
+    bare = "SELECT trace_id, span_id, start_ns, handoff_target FROM {h} WHERE recorded = 0"
+    first = "?" if since is not None else "(SELECT min(start_ns) FROM {bare})"
     t = (
         "SELECT trace_id AS t_trace, agent AS t_agent, start_ns AS t_start, span_id AS t_span,"
         f" status_code AS t_code FROM spans WHERE end_ns >= {first} AND end_ns <= ? AND operation = ?"
-        f" AND trace_id IN (SELECT trace_id FROM {bare})"
+        " AND trace_id IN (SELECT trace_id FROM {bare})"
     )
-    t_params = [*([since] if since is not None else h_params), hi if until is None else until, sc.OP_AGENT]
-    t_params += h_params
     nxt = (
         "SELECT n_trace, n_span, argMin(t_code, (t_start, t_span)) AS target_code, 1 AS found FROM ("
-        f" SELECT b.trace_id AS n_trace, b.span_id AS n_span, b.start_ns AS n_start, t_start, t_span, t_code"
-        f" FROM {bare} AS b JOIN ({t}) AS t ON t.t_trace = b.trace_id AND t.t_agent = b.handoff_target"
+        " SELECT b.trace_id AS n_trace, b.span_id AS n_span, b.start_ns AS n_start, t_start, t_span, t_code"
+        " FROM {bare} AS b JOIN {t} AS t ON t.t_trace = b.trace_id AND t.t_agent = b.handoff_target"
         ") WHERE t_start >= n_start GROUP BY n_trace, n_span"
     )
-    sql = (
+    body = (
         "SELECT CASE WHEN h.recorded = 1 THEN h.handoff_status WHEN coalesce(nxt.found, 0) = 0 THEN ?"
         " WHEN nxt.target_code = ? THEN ? ELSE ? END AS status,"
         f" 1 - h.recorded AS inferred{''.join(f', h.{c} AS {c}' for c in columns)}"
-        f" FROM ({h}) AS h LEFT JOIN ({nxt}) AS nxt ON nxt.n_span = h.span_id AND nxt.n_trace = h.trace_id"
+        " FROM {h} AS h LEFT JOIN {nxt} AS nxt ON nxt.n_span = h.span_id AND nxt.n_trace = h.trace_id"
     )
-    params = [hf.UNKNOWN, ERROR_CODE, hf.FAILED, hf.COMMITTED, *h_params, *h_params, *t_params]
-    return sql, params
+    return dialect.compose(
+        [
+            ("h", h, [*recorded_params, lo, hi, sc.OP_HANDOFF, *where_params]),
+            ("bare", bare, []),
+            ("t", t, [*([since] if since is not None else []), hi if until is None else until, sc.OP_AGENT]),
+            ("nxt", nxt, []),
+        ],
+        body,
+        [hf.UNKNOWN, ERROR_CODE, hf.FAILED, hf.COMMITTED],
+    )

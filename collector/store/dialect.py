@@ -15,6 +15,7 @@ runs every query on both stores.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
@@ -29,8 +30,61 @@ def _levels(levels: Sequence[float]) -> str:
     return "[" + ", ".join(repr(float(q)) for q in levels) + "]"
 
 
+# A named subquery: (name, SQL that may name earlier ones as {name}, its own parameters in order).
+Named = tuple[str, str, Sequence[Any]]
+_REF: Final = re.compile(r"\{(\w+)\}")
+
+
+def _segments(sql: str, params: Sequence[Any]) -> list[tuple[str, list[Any]]]:
+    """``sql`` split at each ``{name}``: (literal text, the parameters its ``?`` take) and names."""
+    out: list[tuple[str, list[Any]]] = []
+    at = 0
+    for i, piece in enumerate(_REF.split(sql)):
+        if i % 2:
+            out.append(("{" + piece + "}", []))
+            continue
+        n = piece.count("?")
+        out.append((piece, list(params[at : at + n])))
+        at += n
+    if at != len(params):
+        raise ValueError(f"{len(params)} parameters for {at} placeholders")
+    return out
+
+
+def _compose(defs: Sequence[Named], body: str, params: Sequence[Any], ctes: bool) -> tuple[str, list[Any]]:
+    known: dict[str, tuple[str, list[Any]]] = {}
+
+    def expand(sql: str, own: Sequence[Any]) -> tuple[str, list[Any]]:
+        text, out = [], []
+        for piece, piece_params in _segments(sql, own):
+            if piece.startswith("{") and piece[1:-1] in known:
+                ref_sql, ref_params = known[piece[1:-1]]
+                text.append(piece[1:-1] if ctes else f"({ref_sql})")
+                out += [] if ctes else ref_params
+            else:
+                text.append(piece)
+                out += piece_params
+        return "".join(text), out
+
+    prefix, prefix_params = [], []
+    for name, sql, own in defs:
+        known[name] = expand(sql, own)
+        if ctes:
+            prefix.append(f"{name} AS ({known[name][0]})")
+            prefix_params += known[name][1]
+    main, main_params = expand(body, params)
+    if ctes and prefix:
+        return f"WITH {', '.join(prefix)} {main}", [*prefix_params, *main_params]
+    return main, main_params
+
+
 class Dialect(Protocol):
     name: str
+
+    def compose(self, defs: Sequence[Named], body: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+        """One query from named subqueries and a body that name them as ``{name}``: a ``WITH``
+        (each computed once) where the store has CTEs, else each inlined where it is named."""
+        ...
 
     def quantiles(self, expr: str, levels: Sequence[float]) -> str:
         """An array of ``expr``'s percentiles over the group (NULLs when the group is empty)."""
@@ -73,6 +127,9 @@ class Dialect(Protocol):
 class _DuckDB:
     name = "duckdb"
 
+    def compose(self, defs: Sequence[Named], body: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+        return _compose(defs, body, params, ctes=True)
+
     def quantiles(self, expr: str, levels: Sequence[float]) -> str:
         return f"quantile_cont({expr}, {_levels(levels)})"
 
@@ -110,6 +167,9 @@ class _DuckDB:
 
 class _ClickHouse:
     name = "clickhouse"
+
+    def compose(self, defs: Sequence[Named], body: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+        return _compose(defs, body, params, ctes=False)  # 18.16 has no table CTEs
 
     def quantiles(self, expr: str, levels: Sequence[float]) -> str:
         # numpy's linear interpolation over the group's sorted values, written out per level (18.16

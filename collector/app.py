@@ -107,7 +107,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         retention.start()
-        if alert_loop:
+        if alert_loop and engine.setup.alerting.evaluate:  # alerting.evaluate: false → another one does
             loop.start()
         try:
             yield

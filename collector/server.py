@@ -121,6 +121,15 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
             f"in pure Python, in {processes} ({off})" if off else f"protobuf compiled, JSON in {processes}"
         )
         print(f"reach-otel collector decoding: {decoding}", file=out)
+        alerting = app.state.alerts.setup.alerting
+        if alerting.evaluate:
+            push = ", pushed to Alertmanager" if alerting.alertmanager_url else ""
+            print(
+                f"reach-otel collector alerting: evaluated here every {alerting.interval_s:g}s{push}",
+                file=out,
+            )
+        else:
+            print("reach-otel collector alerting: not evaluated here (alerting.evaluate: false)", file=out)
         out.flush()
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
         with _signals_return():

@@ -130,6 +130,9 @@ class AlertingConfig:
     drifts: tuple[DriftRuleConfig, ...] = ()
     repeat_s: float = 1800.0
     alertmanager_url: str | None = None
+    # False: this collector evaluates no rules (another one does, or two push to an Alertmanager
+    # cluster that deduplicates: SPEC §16); it still serves the shared alert history.
+    evaluate: bool = True
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ def _load(doc: Mapping[str, Any], time_zone: str, configured: bool) -> AlertingS
 
 def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
     key = "alerting"
-    only(spec, key, {"interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url"})
+    only(spec, key, {"interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url", "evaluate"})
     thresholds = {}
     for agent, ms in mapping(spec.get("thresholds"), f"{key}.thresholds").items():
         thresholds[agent] = number({agent: ms}, agent, f"{key}.thresholds", 0, 1e-9, 1e12)
@@ -236,6 +239,7 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         drifts=tuple(typed.get("topology_drift", ())),
         repeat_s=duration(spec, "repeat", key, 1800.0),
         alertmanager_url=url(spec.get("alertmanager_url"), f"{key}.alertmanager_url"),
+        evaluate=flag(spec, "evaluate", key, True),
     )
 
 

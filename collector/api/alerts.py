@@ -46,6 +46,9 @@ def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> 
             live: list[dict[str, Any]] = engine.alerts(state)["alerts"]
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
+        if history is not None and not engine.setup.alerting.evaluate:
+            # Another collector evaluates (SPEC §16): every episode comes from the shared history.
+            return {"alerts": history.episodes(state, limit)}
         if history is None or state in ("pending", "firing"):
             return {"alerts": live[:limit]}
         # Past episodes outlive the engine's memory (a restart, the 15-minute resolved retention).

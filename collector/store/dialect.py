@@ -148,8 +148,10 @@ class _DuckDB:
         return f"json_extract_string({_JSON_COLUMNS[column]}, ?)", [path]
 
     def attr_json(self, column: str, key: str) -> tuple[str, list[Any]]:
+        # a JSON null is no value, as on ClickHouse (whose key/value arrays leave such keys out)
         sql, params = self.attr(column, key)
-        return sql.replace("json_extract_string(", "CAST(json_extract(", 1) + " AS VARCHAR)", params
+        text = sql.replace("json_extract_string(", "CAST(json_extract(", 1) + " AS VARCHAR)"
+        return f"nullif({text}, 'null')", params
 
     def attr_keys(self, column: str) -> tuple[str, str]:
         return f"unnest(json_keys({_JSON_COLUMNS[column]}))", _JSON_COLUMNS[column]

@@ -88,19 +88,69 @@ function bezier(p0, p1, p2, p3, t) {
   ];
 }
 
-/** Move a label down (then up) until it overlaps no label placed before it. */
-function place(placed, [x, y], width, anchor) {
+// Where along an edge its label may sit, in order of preference (t of the edge's curve).
+const ALONG = [0.6, 0.5, 0.7, 0.4, 0.75, 0.3, 0.8, 0.25, 0.85, 0.2];
+// Text and its white halo around the baseline: 11px type (console.css .edge-label).
+const LABEL_UP = 11;
+const LABEL_DOWN = 4;
+const LABEL_PAD = 3;
+let measurer = null;
+
+/** The width of an edge label as drawn: measured in the page's font, else estimated. */
+function labelWidth(text, font) {
+  try {
+    measurer ??= document.createElement("canvas").getContext("2d");
+    measurer.font = font;
+    const w = measurer.measureText(text).width;
+    if (w > 0) return w + 4; // + the halo's stroke
+  } catch {
+    // no canvas: estimate
+  }
+  return text.length * 6.8 + 4;
+}
+
+function boxAt([x, y], width, anchor) {
   const left = anchor === "start" ? x : anchor === "end" ? x - width : x - width / 2;
-  const hits = (top) => placed.some((b) => left < b.right && left + width > b.left && top - 11 < b.bottom && top + 3 > b.top);
-  let at = y;
-  for (const dy of [0, 13, -13, 26, -26, 39, -39]) {
-    if (!hits(y + dy)) {
-      at = y + dy;
-      break;
+  return { left, right: left + width, top: y - LABEL_UP, bottom: y + LABEL_DOWN };
+}
+
+function overlap(a, b) {
+  const w = Math.min(a.right, b.right) - Math.max(a.left, b.left) + LABEL_PAD;
+  const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) + LABEL_PAD;
+  return w > 0 && h > 0 ? w * h : 0;
+}
+
+/**
+ * The first of `candidates` ([x, y, anchor], y the text's baseline) whose box meets no box in
+ * `taken` (nodes and the labels placed before); where every one meets something, the one that
+ * covers least. The chosen box joins `taken`.
+ */
+function place(taken, candidates, width) {
+  let best = null;
+  let least = Infinity;
+  for (const [x, y, anchor] of candidates) {
+    const box = boxAt([x, y], width, anchor);
+    const covered = taken.reduce((sum, b) => sum + overlap(box, b), 0);
+    if (covered < least) {
+      best = { x, y, anchor, box };
+      least = covered;
+      if (covered === 0) break;
     }
   }
-  placed.push({ left, right: left + width, top: at - 11, bottom: at + 3 });
-  return [x, at];
+  taken.push(best.box);
+  return best;
+}
+
+/** Label spots on a curve: on it (the halo hides the line) and just above and below it. */
+function alongCurve(p, order = ALONG) {
+  return order.flatMap((t) => {
+    const [x, y] = bezier(...p, t);
+    return [
+      [x, y + 4, "middle"],
+      [x, y - 6, "middle"],
+      [x, y + 15, "middle"],
+    ];
+  });
 }
 
 /**
@@ -149,7 +199,10 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
   svg.append(edgeLayer, nodeLayer, labelLayer);
   const pairs = new Set(edges.map((e) => `${e.source}\u0000${e.target}`));
   let backIndex = 0;
-  const placed = [];
+  // Labels keep off the nodes and each other (SPEC §14: a graph a new user reads at a glance).
+  const taken = [...pos.values()].map((p) => ({ left: p.x, right: p.x + NODE_W, top: p.y, bottom: p.y + NODE_H }));
+  const font = `600 11px ${(typeof getComputedStyle === "function" && getComputedStyle(document.body).fontFamily) || "sans-serif"}`;
+  const labels = [];
 
   for (const e of edges) {
     const a = pos.get(e.source);
@@ -158,13 +211,11 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
     const outcome = edgeOutcome(e.statuses);
     const colour = OUTCOME_COLORS[outcome];
     let p;
-    let anchor = "middle";
-    let labelAt;
+    let spots; // where its label may go, best first: [x, baseline y, text-anchor]
     if (e.source === e.target) {
       const x = a.x + NODE_W / 2;
       p = [[x - 16, a.y], [x - 34, a.y - 34], [x + 34, a.y - 34], [x + 16, a.y]];
-      labelAt = [x + 34, a.y - 22];
-      anchor = "start";
+      spots = [[x + 30, a.y - 22, "start"], [x - 30, a.y - 22, "end"], [x, a.y - 30, "middle"]];
     } else if (lx(e) > ls(e)) {
       const bend = pairs.has(`${e.target}\u0000${e.source}`) ? -7 : 0;
       const x1 = a.x + NODE_W;
@@ -173,16 +224,17 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       const y2 = b.y + NODE_H / 2 + bend;
       const mid = (x1 + x2) / 2;
       p = [[x1, y1], [mid, y1], [mid, y2], [x2 - 1, y2]];
-      labelAt = bezier(...p, 0.6);
-      labelAt[1] -= 5;
+      spots = alongCurve(p);
     } else if (lx(e) === ls(e)) {
       const x = a.x + NODE_W;
       const y1 = a.y + NODE_H / 2 + 6;
       const y2 = b.y + NODE_H / 2 - 6;
-      const reach = 36 + Math.abs(y2 - y1) * 0.25;
+      // An edge up the column arcs wider than one down it, so a pair reads as two arcs.
+      const reach = 36 + Math.abs(y2 - y1) * 0.25 + (y2 < y1 ? 26 : 0);
       p = [[x, y1], [x + reach, y1], [x + reach, y2], [x + 1, y2]];
-      labelAt = [x + reach * 0.75 + 4, (y1 + y2) / 2 + 4];
-      anchor = "start";
+      const [ax, ay] = bezier(...p, 0.5);
+      spots = [0, -13, 13, -26, 26, -39, 39].map((dy) => [ax + 6, ay + 4 + dy, "start"]);
+      spots.push(...alongCurve(p, [0.5, 0.35, 0.65, 0.25, 0.75]));
     } else {
       const drop = bottomOfNodes + 18 + 14 * backIndex++;
       const x1 = a.x + NODE_W / 2 - 10;
@@ -190,7 +242,7 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       const y1 = a.y + NODE_H;
       const y2 = b.y + NODE_H;
       p = [[x1, y1], [x1, drop + 8], [x2, drop + 8], [x2, y2 + 1]];
-      labelAt = [(x1 + x2) / 2, drop + 2];
+      spots = alongCurve(p, [0.5, 0.4, 0.6, 0.3, 0.7]);
     }
     const [p0, p1, p2, p3] = p;
     const d = `M${p0[0]},${p0[1]} C${p1[0]},${p1[1]} ${p2[0]},${p2[1]} ${p3[0]},${p3[1]}`;
@@ -213,10 +265,25 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
     }
     edgeLayer.append(g);
     const label = clip(`${e.loop ? "⟳ " : ""}${e.label}`, 34);
-    labelAt = place(placed, labelAt, label.length * 6.3, anchor);
-    const text = s("text", { x: labelAt[0].toFixed(1), y: labelAt[1].toFixed(1), class: `edge-label o-${outcome}`, "text-anchor": anchor, fill: colour, "data-source": e.source, "data-target": e.target }, label);
+    labels.push({ e, label, outcome, colour, spots, width: labelWidth(label, font) });
+  }
+  // The busiest edges choose their spots first.
+  labels.sort((x, y) => (y.e.count ?? 1) - (x.e.count ?? 1));
+  let [minX, minY, maxX, maxY] = [0, 0, width, height];
+  for (const l of labels) {
+    const at = place(taken, l.spots, l.width);
+    minX = Math.min(minX, at.box.left - 2);
+    maxX = Math.max(maxX, at.box.right + 2);
+    minY = Math.min(minY, at.box.top - 2);
+    maxY = Math.max(maxY, at.box.bottom + 2);
+    const text = s("text", { x: at.x.toFixed(1), y: at.y.toFixed(1), class: `edge-label o-${l.outcome}`, "text-anchor": at.anchor, fill: l.colour, "data-source": l.e.source, "data-target": l.e.target }, l.label);
     labelLayer.append(text);
   }
+  // Room for every label: the drawing grows where one had to go outside it.
+  const [w, hgt] = [Math.ceil(maxX - minX), Math.ceil(maxY - minY)];
+  svg.setAttribute("viewBox", `${Math.floor(minX)} ${Math.floor(minY)} ${w} ${hgt}`);
+  svg.setAttribute("width", String(w));
+  svg.setAttribute("height", String(hgt));
 
   for (const v of nodes) {
     const p = pos.get(v.id);

@@ -302,7 +302,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the requests per batch")
     parser.add_argument("--markdown", action="store_true", help="also print the tables as markdown")
+    parser.add_argument("--json", type=Path, help="also write the raw results to this file")
     args = parser.parse_args(argv)
+    import rich  # noqa: F401  (the tables need it: fail before the minutes of measuring, not after)
 
     results = []
     with tempfile.TemporaryDirectory(prefix="reach-frameworks-") as tmp:
@@ -322,6 +324,9 @@ def main(argv: list[str] | None = None) -> None:
     header = f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; " + ", ".join(
         f"{k} {v}" for k, v in sorted(versions.items())
     )
+    if args.json is not None:
+        raw = [{**r, "bench": r["bench"].__dict__} for r in results]
+        args.json.write_text(json.dumps({"header": header, "results": raw}, indent=1))
     show(results, args.markdown, header)
 
 

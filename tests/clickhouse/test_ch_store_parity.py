@@ -140,3 +140,23 @@ def test_query_binds_parameters(stores: tuple[DuckDBStore, ClickHouseStore, list
     assert ch.query("SELECT ?, ?, ?, ?", ["it's \\ a \n test", -5, 2.5, None]) == [
         ("it's \\ a \n test", -5, 2.5, None)
     ]
+
+
+def test_a_batch_over_many_hours(stores: tuple[DuckDBStore, ClickHouseStore, list[str]]) -> None:
+    """Current ClickHouse refuses an insert block over more than 100 partitions (a setting 18.16
+    does not know): a batch whose spans start in 150 different hours still goes in, whole."""
+    import pyarrow as pa
+
+    duck, ch, _ = stores
+    tables, ids = [], []
+    for hour in range(150):
+        body, trace_ids = make_request(NOW_NS - (hour + 2) * 3600 * 10**9, traces=1, seed=900 + hour)
+        tables.append(flatten(parse(body, PROTOBUF)))
+        ids += trace_ids
+    table = pa.concat_tables([b.table for b in tables]).combine_chunks()
+    parts = pa.concat_tables([b.parts for b in tables]).combine_chunks()
+    ch.write(table, parts)
+    duck.write(table, parts)
+    for tid in ids[::10]:
+        _same(list(ch.trace_spans(tid) or []), list(duck.trace_spans(tid) or []), tid)
+    assert ch.count_spans() == duck.count_spans()

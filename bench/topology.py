@@ -97,7 +97,9 @@ def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     ]
     windows = tuple(sorted({w for pair in rules[0].windows for w in (pair.long_s, pair.short_s)}))
     now = now_ns / 1e9
-    steps = max(2 * runs, 40)  # ten minutes of the live loop: minutes settle, heads move on
+    # Twenty minutes of the live loop: minutes settle, heads move on, and (15 minutes in) each
+    # window's head reaches past the minutes the first evaluation read one by one.
+    steps = max(4 * runs, 80)
     start = now - steps * STEP_S
 
     # As the collector runs it: one StoreAlertData (its cache of settled minutes) and one evaluator

@@ -164,6 +164,10 @@ class SettledMinutes:
                 m += 1
         return out
 
+    def has_rows(self, minute: int) -> bool:
+        """Whether ``minute`` is held row by row (``after`` can answer for it)."""
+        return minute in self._rows
+
     def after(self, minute: int, after_ns: int) -> dict[Hashable, tuple[int, ...]] | None:
         """Per key, the fields of the rows of ``minute`` ending after ``after_ns``; None when that
         minute's single rows are not held."""

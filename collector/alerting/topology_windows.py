@@ -24,6 +24,7 @@ __all__ = ["DEFAULT_SETTLE_S", "EdgeWindows", "SpendWindows"]
 DEFAULT_SETTLE_S: Final = 600.0  # as HandoffCounts' timeout: an outcome not known by then is unknown
 _MERGE_MINUTES: Final = 10  # a longer run of minutes to fill is read as counts, on its own
 _AHEAD_MINUTES: Final = 15  # a head's minute is read one by one with the next ones
+_LEAD_MINUTES: Final = 5  # read ahead that long before a window's head needs them
 _NS: Final = 1_000_000_000
 
 Edge = tuple[str, str]
@@ -86,6 +87,7 @@ class EdgeWindows(_Windows):
                 self._keep(-(-tail_lo // MINUTE_NS), last, tail)
             totals = cache.totals(last, [sp.first for sp in held.values()]) if held else {}
             heads = {w: self._head(sp) for w, sp in held.items() if sp.head is not None}
+            self._read_ahead(held.values(), last)
             cache.trim()
         live = _Live(tail)
         out: dict[float, dict[Edge, Three]] = {}
@@ -128,15 +130,8 @@ class EdgeWindows(_Windows):
         start, end = sp.head
         minute = _head_minute(sp)
         if minute is not None:
-            if self.cache.after(minute, start) is None:
-                # Not held one by one (filled as counts after a restart): read it with the minutes
-                # that will be this window's next heads, so the next rollovers need no read.
-                ahead = [m for m in range(minute, minute + _AHEAD_MINUTES) if m in self.cache]
-                lo, hi = minute * MINUTE_NS, (ahead[-1] + 1) * MINUTE_NS
-                rows = topology.edge_handoffs(self._store, lo, hi, until=hi + self._settle)
-                for m, (keys, values, ends) in _by_minute(minute, ahead[-1] + 1, rows).items():
-                    if m in self.cache:
-                        self.cache.put_rows(m, keys, values, ends)
+            if not self.cache.has_rows(minute):  # filled as counts after a start: read it now
+                self._read_rows(minute)
             found = self.cache.after(minute, start)
             if found is not None:
                 return found
@@ -146,6 +141,29 @@ class EdgeWindows(_Windows):
         ):
             _add(counts, (source, target), (1, took, ok))
         return counts
+
+    def _read_rows(self, minute: int) -> None:
+        """Keep one by one the handoffs of ``minute`` and the held minutes after it that will be the
+        next heads (up to ``_AHEAD_MINUTES``), with their targets ending by the settle lag."""
+        ahead = [minute]
+        while ahead[-1] + 1 in self.cache and len(ahead) < _AHEAD_MINUTES:
+            ahead.append(ahead[-1] + 1)
+        lo, hi = minute * MINUTE_NS, (ahead[-1] + 1) * MINUTE_NS
+        rows = topology.edge_handoffs(self._store, lo, hi, until=hi + self._settle)
+        for m, (keys, values, ends) in _by_minute(minute, ahead[-1] + 1, rows).items():
+            self.cache.put_rows(m, keys, values, ends)
+
+    def _read_ahead(self, held: Iterable[Split], last: int) -> None:
+        """Before a window's head reaches minutes held only as counts (after a start), read the next
+        ones — for one window per evaluation, so the windows' reads fall in different evaluations."""
+        for sp in held:
+            minute = _head_minute(sp)
+            if minute is None:
+                continue
+            for m in range(minute + 1, min(minute + 1 + _LEAD_MINUTES, last)):
+                if m in self.cache and not self.cache.has_rows(m):
+                    self._read_rows(m)
+                    return
 
 
 def _by_minute(

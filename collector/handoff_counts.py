@@ -54,6 +54,7 @@ _HANDOFF_COLUMNS: Final = (
     "attributes",
 )
 _AGENT_COLUMNS: Final = ("trace_id", "agent", "start_ns", "span_id", "status_code")
+_TRACES_PER_QUERY: Final = 2000  # keeps a lookup's SQL under the servers' query size limits
 
 
 class _Pending:
@@ -208,25 +209,29 @@ class HandoffCounts:
             return {}
         return {int(i): int(code) for i, code in rows}
 
-    def _query(self, handoffs: Sequence[_Pending]) -> list[tuple[Any, ...]]:
+    def _query(self, handoffs: Sequence[_Pending]) -> list[tuple[int, int]]:
+        """(index, status code) of each handoff whose target has run: the targets' agent spans of
+        those traces read plainly (every such span ends after the earliest handoff start, so the
+        store skips older rows), the next run picked by the rule's own ``next_run``."""
         assert self._store is not None
-        rows: list[tuple[Any, ...]] = self._store.query(
-            "WITH h AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::VARCHAR[]) AS trace_id,"
-            " unnest(?::VARCHAR[]) AS target, unnest(?::BIGINT[]) AS start_ns)"
-            " SELECT h.i, arg_min(s.status_code, {'s': s.start_ns, 'i': s.span_id}) FROM h JOIN spans s"
-            " ON s.trace_id = h.trace_id AND s.agent = h.target AND s.start_ns >= h.start_ns"
-            # Every such span ends after the earliest handoff start: the zone maps skip older rows.
-            " WHERE s.operation = ? AND s.end_ns >= ? GROUP BY h.i",
-            [
-                list(range(len(handoffs))),
-                [p.trace for p in handoffs],
-                [p.target for p in handoffs],
-                [p.start for p in handoffs],
-                sc.OP_AGENT,
-                min(p.start for p in handoffs),
-            ],
-        )
-        return rows
+        traces = sorted({p.trace for p in handoffs})
+        runs: dict[tuple[str, str], list[tuple[int, str, int]]] = {}
+        for i in range(0, len(traces), _TRACES_PER_QUERY):
+            chunk = traces[i : i + _TRACES_PER_QUERY]
+            for trace, agent, start, span_id, code in self._store.query(
+                f"SELECT {', '.join(_AGENT_COLUMNS)} FROM spans WHERE operation = ? AND end_ns >= ?"
+                f" AND trace_id IN ({', '.join('?' * len(chunk))})",
+                [sc.OP_AGENT, min(p.start for p in handoffs), *chunk],
+            ):
+                runs.setdefault((trace, agent), []).append((int(start), span_id, int(code)))
+        for spans in runs.values():
+            spans.sort()
+        out = []
+        for i, p in enumerate(handoffs):
+            code = next_run(p.start, runs.get((p.trace, p.target), []))
+            if code is not None:
+                out.append((i, code))
+        return out
 
 
 def _transitions(attributes: str | None) -> Any:

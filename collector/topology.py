@@ -51,14 +51,19 @@ EDGE_COUNTS: Final[Mapping[str, tuple[str, ...]]] = {
 TAKEN: Final = (hf.ACCEPTED, hf.RUNNING, hf.COMMITTED, hf.FAILED)
 _LLM: Final = tuple(sc.LLM_OPERATIONS)
 _MODES: Final = (*hf.MODES, sc.TRANSFER_PASS_CONTROL, sc.TRANSFER_RETURN_TO_CALLER)
-_USER_PATH: Final = '$."' + sc.USER_ID + '"'
 # What a budget is kept per: the key of an LLM span (user.id is no promoted column: read from the
 # attributes JSON, only of the LLM spans the window and operation filters already kept).
 PER: Final[Mapping[str, str]] = {
     "agent": "agent",
     "conversation": "conversation_id",
-    "user": "json_extract_string(attributes, ?)",
+    "user": "",  # the dialect's attribute value of user.id (see _per)
 }
+
+
+def _per(store: TraceStore, per: str) -> tuple[str, list[Any]]:
+    if per == "user":
+        return dialect_of(store).attr("attributes", sc.USER_ID)
+    return PER[per], []
 
 
 def _service(service: str | None) -> tuple[str, list[Any]]:
@@ -81,15 +86,16 @@ def edges(
     )
     # One count per known status and mode (a MAP aggregate such as histogram() costs ten times
     # more); what is none of them is ``other``.
-    by_status = ", ".join("count(*) FILTER (WHERE status = ?)" for _ in hf.STATES)
-    by_mode = ", ".join("count(*) FILTER (WHERE handoff_mode = ?)" for _ in _MODES)
+    d = dialect_of(store)
+    by_status = ", ".join(d.count_if("status = ?") for _ in hf.STATES)
+    by_mode = ", ".join(d.count_if("handoff_mode = ?") for _ in _MODES)
     rows = store.query(
         f"SELECT handoff_source, handoff_target, count(*), count(handoff_mode), {by_status}, {by_mode},"
-        " count(*) FILTER (WHERE inferred = 1), quantile_cont(duration_ms, 0.95),"
-        " count(*) FILTER (WHERE loop_detected)"
-        f" FROM ({cte}) AS e GROUP BY ALL ORDER BY 3 DESC, 1 NULLS LAST, 2 NULLS LAST",
+        f" {d.count_if('inferred = 1')}, {d.quantile('duration_ms', 0.95)}, {d.count_if('loop_detected = 1')}"
+        f" FROM ({cte}) AS e GROUP BY handoff_source, handoff_target",
         [*hf.STATES, *_MODES, *params],
     )
+    rows.sort(key=lambda r: (-int(r[2]), r[0] is None, r[0] or "", r[1] is None, r[1] or ""))
     out = []
     k, m = len(hf.STATES), len(_MODES)
     for source, target, n, with_mode, *counts in rows:
@@ -125,11 +131,13 @@ def _named(names: tuple[str, ...], counts: list[Any], total: int) -> dict[str, i
 
 def _agent_calls(store: TraceStore, lo: int, hi: int, service: str | None) -> dict[str, dict[str, Any]]:
     where, where_params = _service(service)
+    d = dialect_of(store)
     rows = store.query(
-        "SELECT agent, count(*), count(*) FILTER (WHERE status_code = ?), quantile_cont(duration_ms, 0.95)"
+        f"SELECT agent, count(*), {d.count_if(f'status_code = {ERROR_CODE}')},"
+        f" {d.quantile('duration_ms', 0.95)}"
         f" FROM spans WHERE end_ns > ? AND end_ns <= ? AND operation = ? AND agent IS NOT NULL{where}"
         " GROUP BY agent",
-        [ERROR_CODE, lo, hi, sc.OP_AGENT, *where_params],
+        [lo, hi, sc.OP_AGENT, *where_params],
     )
     return {agent: {"calls": int(n), "errors": int(e), "p95_ms": p95} for agent, n, e, p95 in rows}
 
@@ -207,20 +215,22 @@ def edge_counts(
     cte, params = outcomes_sql(
         lo, hi, since, ("handoff_source", "handoff_target", "end_ns"), until=until, dialect=dialect_of(store)
     )
-    taken = ", ".join("?" * len(TAKEN))
-    three = (
-        "count(*) FILTER (WHERE {c}), count(*) FILTER (WHERE {c} AND status IN ({taken})),"
-        " count(*) FILTER (WHERE {c} AND status = ?)"
-    )
-    picks = [three.format(c="true", taken=taken)]
+    d = dialect_of(store)
+    taken = f"status IN ({', '.join('?' * len(TAKEN))})"
+    picks = [f"count(*), {d.count_if(taken)}, {d.count_if('status = ?')}"]
     pick_params: list[Any] = [*TAKEN, hf.COMMITTED]
     for cut in cuts:
-        picks.append(three.format(c="end_ns > ?", taken=taken))
+        after = "end_ns > ?"
+        picks.append(
+            f"{d.count_if(after)}, {d.count_if(f'{after} AND {taken}')},"
+            f" {d.count_if(f'{after} AND status = ?')}"
+        )
         pick_params += [cut, cut, *TAKEN, cut, hf.COMMITTED]
-    minute = _minute_sql("end_ns") if by_minute else "NULL"
+    minute, group = (f"{_minute_sql('end_ns')} AS m", ", m") if by_minute else ("NULL", "")
     rows = store.query(
         f"SELECT handoff_source, handoff_target, {minute}, {', '.join(picks)} FROM ({cte}) AS e"
-        " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL GROUP BY ALL",
+        " WHERE handoff_source IS NOT NULL AND handoff_target IS NOT NULL"
+        f" GROUP BY handoff_source, handoff_target{group}",
         [*pick_params, *params],
     )
     out: list[EdgeRow] = []
@@ -277,15 +287,14 @@ def spend_rows(store: TraceStore, lo: int, hi: int, per: str, *, by_minute: bool
     """LLM tokens of the spans ending in ``(lo, hi]`` per key of ``per`` (agent, user or
     conversation) and model — and per minute with ``by_minute`` (as in ``edge_counts``): rows of
     (key, model, minute or None, input tokens, output tokens, the end of the first span, unix ns)."""
-    key = PER[per]
-    key_params = [_USER_PATH] if per == "user" else []
+    key, key_params = _per(store, per)
     llm = ", ".join("?" * len(_LLM))
-    minute = _minute_sql("end_ns") if by_minute else "NULL"
+    minute, group = (f"{_minute_sql('end_ns')} AS m", ", m") if by_minute else ("NULL", "")
     rows = store.query(
-        f"SELECT {key} AS k, model, {minute}, sum(coalesce(input_tokens, 0))::BIGINT,"
-        " sum(coalesce(output_tokens, 0))::BIGINT, min(end_ns) FROM spans"
-        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm})"
-        " GROUP BY ALL HAVING k IS NOT NULL",
+        f"SELECT k, model, {minute}, sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0)),"
+        f" min(end_ns) FROM (SELECT {key} AS k, model, end_ns, input_tokens, output_tokens FROM spans"
+        f" WHERE end_ns > ? AND end_ns <= ? AND operation IN ({llm})) WHERE k IS NOT NULL"
+        f" GROUP BY k, model{group}",
         [*key_params, lo, hi, *_LLM],
     )
     return [
@@ -341,11 +350,13 @@ def edges_seen(
             [lo, hi, sc.OP_HANDOFF],
         )
         return {(s, t): None for s, t in rows}
+    version, version_params = dialect_of(store).attr("resource", sc.SERVICE_VERSION)
     rows = store.query(
-        "WITH f AS (SELECT handoff_source, handoff_target, arg_min(span_id, end_ns) AS span_id,"
-        f" min(end_ns) AS at FROM spans WHERE {where} GROUP BY ALL)"
-        " SELECT f.handoff_source, f.handoff_target, f.at, json_extract_string(s.resource, ?), s.service"
-        " FROM f JOIN spans s ON s.span_id = f.span_id AND s.end_ns = f.at AND s.operation = ?",
-        [lo, hi, sc.OP_HANDOFF, '$."' + sc.SERVICE_VERSION + '"', sc.OP_HANDOFF],
+        "SELECT f.handoff_source, f.handoff_target, f.at, s.version, s.service FROM ("
+        "  SELECT handoff_source, handoff_target, argMin(span_id, end_ns) AS first_span, min(end_ns) AS at"
+        f"  FROM spans WHERE {where} GROUP BY handoff_source, handoff_target) AS f"
+        f" JOIN (SELECT span_id AS s_span, end_ns AS s_end, {version} AS version, service FROM spans"
+        f"  WHERE {where}) AS s ON s.s_span = f.first_span AND s.s_end = f.at",
+        [lo, hi, sc.OP_HANDOFF, *version_params, lo, hi, sc.OP_HANDOFF],
     )
     return {(s, t): (int(at), version, service) for s, t, at, version, service in rows}

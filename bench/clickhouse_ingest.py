@@ -26,6 +26,7 @@ import argparse
 import multiprocessing as mp
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -170,6 +171,7 @@ def main() -> None:
             )
     finally:
         server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
     workload = "heavy" if args.heavy else "standard"
     print(

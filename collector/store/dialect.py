@@ -191,7 +191,7 @@ class _ClickHouse:
         return f"({self.quantiles(expr, [level])})[1]"
 
     def count_if(self, cond: str) -> str:
-        return f"countIf({cond})"
+        return f"countIf(ifNull({cond}, 0))"  # 18.16's countIf over a Nullable condition can be NULL
 
     def int_div(self, a: str, b: str) -> str:
         return f"intDiv({a}, {b})"

@@ -191,3 +191,15 @@ def test_attribute_lookups(engine: tuple[Dialect, Query]) -> None:
     each, stored = d.attr_keys("attributes")
     got = run(f"SELECT DISTINCT k FROM (SELECT {each} AS k FROM (SELECT {stored} FROM spans))", [])
     assert sorted(r[0] for r in got) == ["flag", "k", "n"]
+
+
+def test_count_if_is_zero_never_null(engine: tuple[Dialect, Query]) -> None:
+    """A condition NULL on every row (a Nullable column) counts 0 on both stores, as a plain
+    ``countIf``/``count_if`` would not (NULL on DuckDB, and on 18.16 over Nullable)."""
+    d, run = engine
+    rows = run(
+        f"SELECT {d.count_if('agent = ?')}, {d.count_if('agent IS NULL')}, count(*) FROM spans"
+        " WHERE agent IS NULL",
+        ["a"],
+    )
+    assert [tuple(int(v) for v in r) for r in rows] == [(0, 40, 40)]

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 from ch_server import ClickHouseServer
 from fastapi import FastAPI
-from reach_collector import metrics
+from reach_collector import metrics, topology
 from reach_collector.alerting.engine import build_engine
 from reach_collector.alerting.store_data import StoreAlertData
 from reach_collector.api.tempo import tempo_router
@@ -63,9 +63,42 @@ def _heartbeats() -> list[dict[str, Any]]:
     return rows
 
 
+def _spenders() -> list[dict[str, Any]]:
+    """LLM spans with a user and a conversation (budgets per user and per conversation), and a
+    handoff from a new release (drift names its service.version)."""
+    rows = []
+    for i in range(12):
+        rows.append(
+            span(
+                new_trace_id(),
+                operation=sc.OP_CHAT,
+                end_ns=NOW_NS - (20 + 40 * i) * S,
+                attributes={sc.USER_ID: f"user-{i % 3}"},
+                agent="Spender",
+                model="gpt-4o-mini" if i % 4 else "unpriced-model",
+                input_tokens=4000 + 100 * i,
+                output_tokens=900,
+                conversation_id=f"conv-{i % 2}",
+                service="desk",
+            )
+        )
+    handoff = span(
+        new_trace_id(),
+        operation=sc.OP_HANDOFF,
+        end_ns=NOW_NS - 45 * S,
+        agent="Spender",
+        handoff_source="Spender",
+        handoff_target="Auditor",
+        handoff_status="committed",
+        service="desk",
+    )
+    handoff["resource"] = '{"service.name":"desk","service.version":"2.4.0"}'
+    return [*rows, handoff]
+
+
 def _batches() -> list[pa.Table]:
     traces, _ = _scenario()
-    rows = [r for t in traces for r in t.finish()] + _heartbeats()
+    rows = [r for t in traces for r in t.finish()] + _heartbeats() + _spenders()
     rows.sort(key=lambda r: r["end_ns"])
     out = [table(rows[: len(rows) // 2]), table(rows[len(rows) // 2 :])]
     import random
@@ -152,6 +185,21 @@ CALLS["agents empty window"] = lambda s: metrics.agents(s, NOW_NS - 30 * 86400 *
 CALLS["agent_window_stats"] = lambda s: metrics.agent_window_stats(s, NOW_NS, 300)
 CALLS["last_heartbeats"] = lambda s: metrics.last_heartbeats(s, NOW_NS)
 CALLS["trace_lookback"] = lambda s: metrics.trace_lookback(s, NOW_NS - 300 * S, NOW_NS)
+for _window in (300, 3600):
+    CALLS[f"topology {_window}s"] = lambda s, w=_window: topology.topology(s, NOW_NS, w, PRICES)
+CALLS["topology service=desk"] = lambda s: topology.topology(s, NOW_NS, 3600, PRICES, service="desk")
+CALLS["edge_window_stats"] = lambda s: topology.edge_window_stats(s, NOW_NS, (60.0, 300.0, 3600.0))
+CALLS["edge_counts by minute"] = lambda s: sorted(
+    topology.edge_counts(s, NOW_NS - 3600 * S, NOW_NS, by_minute=True, cuts=[NOW_NS - 300 * S]), key=repr
+)
+CALLS["edge_handoffs"] = lambda s: sorted(topology.edge_handoffs(s, NOW_NS - 3600 * S, NOW_NS), key=repr)
+for _per in topology.PER:
+    CALLS[f"spend_rows per {_per}"] = lambda s, p=_per: sorted(
+        topology.spend_rows(s, NOW_NS - 3600 * S, NOW_NS, p, by_minute=True), key=repr
+    )
+    CALLS[f"spend per {_per}"] = lambda s, p=_per: topology.spend(s, NOW_NS - 3600 * S, NOW_NS, p, PRICES)
+CALLS["edges_seen first"] = lambda s: topology.edges_seen(s, NOW_NS - 3600 * S, NOW_NS, first=True)
+CALLS["edges_seen"] = lambda s: topology.edges_seen(s, NOW_NS - 3600 * S, NOW_NS)
 
 
 @pytest.mark.parametrize("name", list(CALLS))
@@ -200,8 +248,29 @@ def test_tempo_api_same_json(duck: TraceStore, other: TraceStore) -> None:
         b.stop()
 
 
+REPLAY_RULES: dict[str, Any] = {
+    "ReachSuccessRateLow": {"for": "0s", "min_calls": 2},
+    "EdgeCommitSLO": {
+        "type": "edge_slo",
+        "objective": 0.99,
+        "windows": [{"long": "10m", "short": "1m", "factor": 1}],
+        "min_handoffs": 1,
+    },
+    "AgentBudget": {
+        "type": "budget",
+        "per": "agent",
+        "limit_usd": 0.002,
+        "window": "1h",
+        "min_elapsed": "1m",
+    },
+    "UserBudget": {"type": "budget", "per": "user", "limit_usd": 0.001, "window": "1h", "warn": False},
+    "ConversationTokens": {"type": "budget", "per": "conversation", "limit_tokens": 20_000, "window": "1h"},
+    "ReachTopologyChanged": {"type": "topology_drift", "baseline": "1h", "window": "10m"},
+}
+
+
 def _replay(store: TraceStore) -> dict[str, Any]:
-    alerting = {"interval": "15s", "rules": {"ReachSuccessRateLow": {"for": "0s", "min_calls": 2}}}
+    alerting = {"interval": "15s", "rules": REPLAY_RULES}
     settings = Settings(sections={"alerting": alerting}, prices=PRICES)
     data = StoreAlertData(store, api_heartbeats=store.last_api_heartbeats, prices=PRICES)
     engine = build_engine(settings, data, clock=lambda: NOW_NS / S)
@@ -210,7 +279,9 @@ def _replay(store: TraceStore) -> dict[str, Any]:
 
 def test_alert_replay_same_transitions(duck: TraceStore, other: TraceStore) -> None:
     want = _replay(duck)
-    assert want["transitions"], "the replay fires something"
+    fired = {t["alertname"] for t in want["transitions"]}
+    assert fired >= {"EdgeCommitSLO", "AgentBudget", "UserBudget", "ReachTopologyChanged"}, fired
+    assert not want["errors"], want["errors"]
     same(_replay(other), want)
 
 

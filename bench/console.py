@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -207,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     from reach_otel.demo.pager import Pager
     from reach_otel.testing.fake_llm import FakeLLMServer
 
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="reach-console-bench-") as tmp_name, Pager() as pager:
         tmp = Path(tmp_name)
         server = start_collector(tmp, pager, "console")
@@ -274,7 +276,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['dom_rows']} | "
             f"{r['scroll_frame_p50_ms']:.0f} / {r['scroll_frame_max_ms']:.0f} ms |"
         )
-    print(f"\nrounds={args.rounds} (medians); demo traffic {args.duration:.0f} s; viewport 1280×800")
+    print(
+        f"\nrounds={args.rounds} (medians); demo traffic {args.duration:.0f} s; viewport 1280×800; "
+        f"1-minute load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+    )
     print(json.dumps(results))
     return 0
 

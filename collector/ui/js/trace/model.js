@@ -79,51 +79,78 @@ export const MAX_TREE_DEPTH = 128;
 /**
  * The tree of `spans` (ordered by start time, then span id) from their `parent_span_id`, as the
  * collector nests `roots`: the top-level spans (orphans first, then spans on a parent cycle) and each
- * span's children, as indexes into `spans` in start order. Iterative.
+ * span's children (`children[i]`, absent for a leaf), as indexes into `spans` in start order.
+ * Iterative, on typed arrays: a trace of 10 000 spans takes a few milliseconds.
  */
 export function spanTree(spans) {
+  const n = spans.length;
   const byId = new Map();
-  spans.forEach((s, i) => {
-    if (!byId.has(s.span_id)) byId.set(s.span_id, i);
-  });
-  const kids = new Map();
+  const kept = new Uint8Array(n); // 0: a duplicate id, the first one stands
+  for (let i = 0; i < n; i++) {
+    const id = spans[i].span_id;
+    if (!byId.has(id)) {
+      byId.set(id, i);
+      kept[i] = 1;
+    }
+  }
+  const parent = new Int32Array(n).fill(-1);
+  const count = new Int32Array(n);
   const tops = [];
-  spans.forEach((s, i) => {
-    if (byId.get(s.span_id) !== i) return; // a duplicate id: the first one stands
+  for (let i = 0; i < n; i++) {
+    if (!kept[i]) continue;
+    const s = spans[i];
     const p = s.parent_span_id;
     const pi = p === null || p === undefined || p === s.span_id ? undefined : byId.get(p);
     if (pi === undefined) tops.push(i);
     else {
-      if (!kids.has(pi)) kids.set(pi, []);
-      kids.get(pi).push(i);
+      parent[i] = pi;
+      count[pi] += 1;
     }
-  });
-  const children = new Map();
-  const placed = new Set();
+  }
+  // The spans naming span i as parent, in start order: kids[first[i]] .. kids[first[i + 1] - 1].
+  const first = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) first[i + 1] = first[i] + count[i];
+  const kids = new Int32Array(first[n]);
+  const fill = first.slice(0, n);
+  for (let i = 0; i < n; i++) if (parent[i] >= 0) kids[fill[parent[i]]++] = i;
+
+  const children = new Array(n);
+  const placed = new Uint8Array(n);
+  const resort = new Set(); // holders given the children of a span past the depth cap
   const roots = [];
+  // [span index, the index that receives its children, depth]
+  const stackAt = new Int32Array(n);
+  const stackHolder = new Int32Array(n);
+  const stackDepth = new Int32Array(n);
   const attach = (root) => {
     roots.push(root);
-    placed.add(root);
-    // [span index, the index that receives its children, depth]
-    const stack = [[root, root, 0]];
-    while (stack.length) {
-      const [i, holder, depth] = stack.pop();
-      const target = depth < MAX_TREE_DEPTH ? i : holder;
-      for (const c of kids.get(i) || []) {
-        if (placed.has(c)) continue;
-        placed.add(c);
-        if (!children.has(target)) children.set(target, []);
-        children.get(target).push(c);
-        stack.push([c, target, depth + 1]);
+    placed[root] = 1;
+    stackAt[0] = root;
+    stackHolder[0] = root;
+    stackDepth[0] = 0;
+    let top = 1;
+    while (top) {
+      top -= 1;
+      const i = stackAt[top];
+      const depth = stackDepth[top];
+      const target = depth < MAX_TREE_DEPTH ? i : stackHolder[top];
+      if (target !== i) resort.add(target);
+      for (let k = first[i]; k < first[i + 1]; k++) {
+        const c = kids[k];
+        if (placed[c]) continue;
+        placed[c] = 1;
+        (children[target] ??= []).push(c);
+        stackAt[top] = c;
+        stackHolder[top] = target;
+        stackDepth[top] = depth + 1;
+        top += 1;
       }
     }
   };
   for (const i of tops) attach(i);
   // Spans on a parent cycle were never reached from a top-level span: they become roots.
-  spans.forEach((s, i) => {
-    if (byId.get(s.span_id) === i && !placed.has(i)) attach(i);
-  });
-  for (const list of children.values()) list.sort((a, b) => a - b);
+  for (let i = 0; i < n; i++) if (kept[i] && !placed[i]) attach(i);
+  for (const t of resort) children[t]?.sort((a, b) => a - b);
   return { roots, children };
 }
 
@@ -179,7 +206,7 @@ export function buildModel(trace) {
     }
     if (parent >= 0) rows[parent].childCount += 1;
     rows.push(row);
-    const children = tree.children.get(at) || [];
+    const children = tree.children[at] || [];
     for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], depth + 1, agent, index]);
   }
   // Agents named only on non-agent spans still get a colour (after the agent spans' order).

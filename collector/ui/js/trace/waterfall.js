@@ -102,7 +102,11 @@ export class Waterfall {
 
   relayout() {
     this.visible = visibleRows(this.rows, this.collapsed);
-    this.positions = new Map(this.visible.map((r, i) => [r.index, i]));
+    // Row index → its line among the visible rows (-1: under a collapsed span).
+    this.positions = new Int32Array(this.rows.length).fill(-1);
+    this.visible.forEach((r, i) => {
+      this.positions[r.index] = i;
+    });
     this.spacer.style.height = `${this.visible.length * ROW_HEIGHT}px`;
     this.count.textContent = `${fmt.int(this.visible.length)} of ${fmt.int(this.rows.length)}`;
     for (const slot of this.pool) slot.index = -1;
@@ -263,8 +267,8 @@ export class Waterfall {
   }
 
   scrollTo(index) {
-    const at = this.positions.get(index);
-    if (at === undefined) return;
+    const at = this.positions[index] ?? -1;
+    if (at < 0) return;
     const top = at * ROW_HEIGHT;
     const view = this.body.clientHeight;
     if (top < this.body.scrollTop || top + ROW_HEIGHT > this.body.scrollTop + view) {
@@ -274,10 +278,10 @@ export class Waterfall {
   }
 
   key(event) {
-    const at = this.positions.get(this.selected);
+    const at = this.positions[this.selected] ?? -1;
     let next = null;
-    if (event.key === "ArrowDown" || event.key === "j") next = at === undefined ? 0 : Math.min(this.visible.length - 1, at + 1);
-    else if (event.key === "ArrowUp" || event.key === "k") next = at === undefined ? 0 : Math.max(0, at - 1);
+    if (event.key === "ArrowDown" || event.key === "j") next = at < 0 ? 0 : Math.min(this.visible.length - 1, at + 1);
+    else if (event.key === "ArrowUp" || event.key === "k") next = at < 0 ? 0 : Math.max(0, at - 1);
     else if ((event.key === "ArrowLeft" || event.key === "ArrowRight") && this.selected >= 0) {
       const row = this.rows[this.selected];
       const collapse = event.key === "ArrowLeft";

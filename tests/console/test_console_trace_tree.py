@@ -1,0 +1,86 @@
+"""The trace page builds its tree from `spans` (it asks for `?tree=false`): its rows, in order and
+depth, are the collector's nested `roots` walked depth first — for a trace with orphans, a parent
+cycle, a span naming itself as parent, a retried span, siblings sent out of start order, siblings
+starting together, and a chain deeper than the 128 levels either side nests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdp import Page
+from console_helpers import goto_ready
+from traffic import attributes, post, request
+
+from reach_otel import semconv as sc
+
+T0 = 1_800_000_000_000_000_000
+TRACE = "7ee0" + "ab" * 14
+
+
+def _span(n: int, parent: int | None, start: int, name: str | None = None) -> dict[str, Any]:
+    span: dict[str, Any] = {
+        "traceId": TRACE,
+        "spanId": f"{n:016x}",
+        "name": name or f"span {n}",
+        "kind": 1,
+        "startTimeUnixNano": str(T0 + start),
+        "endTimeUnixNano": str(T0 + start + 1_000),
+        "attributes": attributes({sc.GEN_AI_OPERATION_NAME: sc.OP_TOOL}),
+        "status": {"code": 1},
+    }
+    if parent is not None:
+        span["parentSpanId"] = f"{parent:016x}"
+    return span
+
+
+def crafted_spans() -> list[dict[str, Any]]:
+    spans = [
+        _span(1, None, 0, "root"),
+        # Children of the root sent last-first; two start together (span id decides).
+        _span(4, 1, 300),
+        _span(3, 1, 200),
+        _span(2, 1, 200),
+        _span(5, 99, 50, "orphan: parent never sent"),
+        _span(6, 6, 60, "its own parent"),
+        _span(7, 8, 70, "cycle a"),
+        _span(8, 7, 80, "cycle b"),
+        _span(9, 7, 90, "under the cycle"),
+        _span(10, 1, 400, "retried"),
+        _span(10, 1, 400, "retried"),
+    ]
+    # A chain of 140 under span 2: past the 128 levels, deeper spans hang at the last level.
+    parent = 2
+    for k in range(140):
+        n = 1000 + k
+        spans.append(_span(n, parent, 500 + k))
+        spans.append(_span(5000 + k, parent, 500 + k, "sibling in the chain"))
+        parent = n
+    return spans
+
+
+def _walk(nodes: list[dict[str, Any]], depth: int, out: list[list[Any]]) -> None:
+    for node in nodes:
+        out.append([node["span_id"], depth])
+        _walk(node["children"], depth + 1, out)
+
+
+def test_page_rows_are_the_collectors_nested_roots(start_console, page: Page) -> None:
+    console = start_console()
+    post(console.url, request(crafted_spans()))
+    expected: list[list[Any]] = []
+    _walk(console.api(f"/api/traces/{TRACE}")["roots"], 0, expected)
+    assert len(expected) == 290  # the retried span once
+    assert max(depth for _, depth in expected) == 128
+
+    goto_ready(page, f"{console.url}/ui/trace/{TRACE}")
+    assert page.events.errors == []
+    rows = page.js(
+        "(async () => {"
+        " const { buildModel } = await import('/ui/js/trace/model.js');"
+        f" const trace = await (await fetch('/api/traces/{TRACE}?tree=false')).json();"
+        " return buildModel(trace).rows.map((r) => [r.span.span_id, r.depth]);"
+        "})()"
+    )
+    assert rows == expected
+    # The page shows that tree: one row element per span line, named as the span.
+    assert page.js("document.querySelector('.wf-count').textContent") == "290 of 290"

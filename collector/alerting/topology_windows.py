@@ -70,43 +70,42 @@ class EdgeWindows(_Windows):
         splits = {w: self._split(now_ns, w) for w in sorted(set(windows_s))}
         held = {w: sp for w, sp in splits.items() if sp.first < sp.last}
         last = (now_ns - self._settle) // MINUTE_NS
-        tail_lo = min((sp.open_from for sp in splits.values()), default=now_ns)
         cache, store = self.cache, self._store
         with cache.lock:
             if held:
                 # From each window's first whole minute, or the minute before, which holds its head.
                 first = min(sp.first - (_head_minute(sp) is not None) for sp in held.values())
-                runs, tail_lo = self._gaps(cache, first, last, tail_lo)
-                for a, b in runs:  # read as counts per minute, the targets ending by the settle lag
+                runs = cache.missing(first, last)
+                if runs and runs[-1][1] == last and last - runs[-1][0] <= _MERGE_MINUTES:
+                    # The minutes that have just settled: kept one handoff at a time (for the
+                    # heads to come), their outcomes as of now, as the open edge's.
+                    a, b = runs.pop()
+                    rows = topology.edge_handoffs(store, a * MINUTE_NS, b * MINUTE_NS, until=now_ns)
+                    self._keep(a, b, rows)
+                for a, b in runs:  # a gap further back: counts per minute, targets by the settle lag
                     lo, hi = a * MINUTE_NS, b * MINUTE_NS
-                    rows = topology.edge_counts(store, lo, hi, until=hi + self._settle, by_minute=True)
-                    self._keep_counts(a, b, rows)
-            # The open edge one handoff at a time: the minutes just settled are kept so, for heads.
-            tail = topology.edge_handoffs(store, tail_lo, now_ns)
-            if held:
-                self._keep(-(-tail_lo // MINUTE_NS), last, tail)
+                    counted = topology.edge_counts(store, lo, hi, until=hi + self._settle, by_minute=True)
+                    self._keep_counts(a, b, counted)
             totals = cache.totals(last, [sp.first for sp in held.values()]) if held else {}
             heads = {w: self._head(sp) for w, sp in held.items() if sp.head is not None}
             self._read_ahead(held.values(), last)
             cache.trim()
-        live = _Live(tail)
+        # The open edge, one read for every window: per edge, its handoffs after the last settled
+        # minute (the windows with settled minutes) and after each other window's start.
+        starts = sorted({sp.open_from for sp in splits.values()})
+        if not starts:
+            return {}
+        tail = topology.edge_counts(store, starts[0], now_ns, cuts=starts[1:])
         out: dict[float, dict[Edge, Three]] = {}
         for w, sp in splits.items():
             counts: dict[Edge, Three] = {e: (c[0], c[1], c[2]) for e, c in totals.get(sp.first, {}).items()}
             for edge, c in heads.get(w, {}).items():
                 _add(counts, edge, (c[0], c[1], c[2]))
-            for edge, c in live.after(sp.open_from if w not in held else last * MINUTE_NS).items():
-                _add(counts, edge, c)
-            out[w] = counts
+            i = starts.index(sp.open_from)
+            for source, target, _m, base, after in tail:
+                _add(counts, (source, target), base if i == 0 else after[i - 1])
+            out[w] = {edge: c for edge, c in counts.items() if c[0]}
         return out
-
-    def _gaps(self, cache: SettledMinutes, first: int, last: int, open_from: int) -> tuple[list[Any], int]:
-        """The runs of minutes to read as counts, and where the open-edge read starts: a short run
-        that ends where the open edge begins (the minute that has just settled) is read with it."""
-        runs = cache.missing(first, last)
-        if runs and runs[-1][1] == last and last - runs[-1][0] <= _MERGE_MINUTES:
-            return runs[:-1], min(open_from, runs[-1][0] * MINUTE_NS)
-        return runs, open_from
 
     def _keep_counts(self, first: int, last: int, rows: Sequence[topology.EdgeRow]) -> None:
         """Minutes ``[first, last)`` of per-minute edge counts, kept (an empty minute too)."""
@@ -188,25 +187,6 @@ def _head_minute(sp: Split) -> int | None:
     if sp.head is None or sp.head[1] - sp.head[0] >= MINUTE_NS:
         return None
     return sp.first - 1
-
-
-class _Live:
-    """The open edge's handoffs, counted per edge after any instant (numpy, not a loop per window)."""
-
-    def __init__(self, rows: Sequence[tuple[str, str, int, int, int]]) -> None:
-        self._edges: list[Edge] = list(dict.fromkeys((r[0], r[1]) for r in rows))
-        code = {edge: i for i, edge in enumerate(self._edges)}
-        self._codes = np.fromiter((code[(r[0], r[1])] for r in rows), dtype=np.int64, count=len(rows))
-        cols = np.array([r[2:] for r in rows], dtype=np.int64).reshape(-1, 3)
-        self._ends, self._took, self._ok = cols[:, 0], cols[:, 1], cols[:, 2]
-
-    def after(self, after_ns: int) -> dict[Edge, Three]:
-        keep = self._ends > after_ns
-        codes, n = self._codes[keep], len(self._edges)
-        count = np.bincount(codes, minlength=n)
-        took = np.bincount(codes, weights=self._took[keep], minlength=n)
-        ok = np.bincount(codes, weights=self._ok[keep], minlength=n)
-        return {self._edges[i]: (int(count[i]), int(took[i]), int(ok[i])) for i in np.flatnonzero(count)}
 
 
 def _add(counts: dict[Edge, Three], edge: Edge, c: Three) -> None:

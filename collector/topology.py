@@ -233,6 +233,11 @@ def edge_counts(
         f" GROUP BY handoff_source, handoff_target{group}",
         [*pick_params, *params],
     )
+    if not cuts:  # the common shape, built without a loop per cut (a long fill has many rows)
+        return [
+            (s, t, None if at is None else int(at), (int(n), int(took), int(ok)), ())
+            for s, t, at, n, took, ok in rows
+        ]
     out: list[EdgeRow] = []
     for source, target, at, *counts in rows:
         threes = [(int(counts[i]), int(counts[i + 1]), int(counts[i + 2])) for i in range(0, len(counts), 3)]

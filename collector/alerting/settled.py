@@ -107,6 +107,26 @@ class SettledMinutes:
             self._rows[minute] = (np.asarray(ends, dtype=np.int64), codes, values)
             self._entries += len(codes)
 
+    def put_many(
+        self, first: int, last: int, minutes: Array, keys: Sequence[Hashable], values: Array
+    ) -> None:
+        """Keep the minutes ``[first, last)`` at once from rows of (minute index, key, fields), as
+        ``put`` for each (rows of other minutes are left out; a minute with none is kept empty)."""
+        codes = np.fromiter((self._code(k) for k in keys), dtype=np.int64, count=len(keys))
+        values = np.asarray(values, dtype=np.int64).reshape(len(keys), self.fields)
+        minutes = np.asarray(minutes, dtype=np.int64).reshape(len(keys))
+        inside = (minutes >= first) & (minutes < last)
+        minutes, codes, values = minutes[inside], codes[inside], values[inside]
+        n = max(len(self._keys), 1)
+        uniq, inverse = np.unique((minutes - first) * n + codes, return_inverse=True)
+        combined = self._combine(inverse.reshape(-1), values, len(uniq))
+        at = np.searchsorted(uniq // n, np.arange(last - first + 1))
+        for i, minute in enumerate(range(first, last)):
+            self._drop(minute)
+            a, b = int(at[i]), int(at[i + 1])
+            self._minutes[minute] = (uniq[a:b] % n, combined[a:b])
+            self._entries += b - a
+
     def put_rows(self, minute: int, keys: Sequence[Hashable], values: Array, ends: Array) -> None:
         """Keep a held minute's rows one by one (read again later, for ``after``); its counts stay."""
         if minute not in self._minutes:

@@ -109,13 +109,10 @@ class EdgeWindows(_Windows):
 
     def _keep_counts(self, first: int, last: int, rows: Sequence[topology.EdgeRow]) -> None:
         """Minutes ``[first, last)`` of per-minute edge counts, kept (an empty minute too)."""
-        by_minute: dict[int, list[topology.EdgeRow]] = {m: [] for m in range(first, last)}
-        for row in rows:
-            if row[2] is not None and first <= row[2] // MINUTE_NS < last:
-                by_minute[row[2] // MINUTE_NS].append(row)
-        for m, kept in by_minute.items():
-            values = np.array([c for *_, c, _after in kept], dtype=np.int64).reshape(-1, 3)
-            self.cache.put(m, [(s, t) for s, t, *_ in kept], values)
+        rows = [r for r in rows if r[2] is not None]
+        minutes = np.array([r[2] for r in rows], dtype=np.int64) // MINUTE_NS
+        values = np.array([r[3] for r in rows], dtype=np.int64).reshape(-1, 3)
+        self.cache.put_many(first, last, minutes, [(r[0], r[1]) for r in rows], values)
 
     def _keep(self, first: int, last: int, rows: Sequence[tuple[str, str, int, int, int]]) -> None:
         """Minutes ``[first, last)`` of per-handoff rows, kept with their rows (an empty minute too)."""
@@ -240,10 +237,7 @@ class SpendWindows(_Windows):
     @staticmethod
     def _keep(cache: SettledMinutes, first: int, last: int, rows: Sequence[topology.SpendRow]) -> None:
         """Minutes ``[first, last)`` of per-minute spend rows, kept (an empty minute too)."""
-        by_minute: dict[int, list[topology.SpendRow]] = {m: [] for m in range(first, last)}
-        for row in rows:
-            if row[2] is not None and first <= row[2] // MINUTE_NS < last:
-                by_minute[row[2] // MINUTE_NS].append(row)
-        for m, kept in by_minute.items():
-            values = np.array([(i, o, f) for *_, i, o, f in kept], dtype=np.int64).reshape(-1, 3)
-            cache.put(m, [(k, model) for k, model, *_ in kept], values)
+        rows = [r for r in rows if r[2] is not None]
+        minutes = np.array([r[2] for r in rows], dtype=np.int64) // MINUTE_NS
+        values = np.array([r[3:] for r in rows], dtype=np.int64).reshape(-1, 3)
+        cache.put_many(first, last, minutes, [(r[0], r[1]) for r in rows], values)

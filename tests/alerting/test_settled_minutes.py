@@ -113,3 +113,29 @@ def test_keys_of_dropped_minutes_are_forgotten() -> None:
     assert cache.missing(0, 3) == [(0, 1)]
     assert len(cache._keys) == 2
     assert cache.totals(3, [1]) == {1: {"a": (4, 4), "b": (6, 5)}}
+
+
+def test_put_many_keeps_minutes_as_put_does() -> None:
+    rng = random.Random(11)
+    one, many = SettledMinutes(3, min_fields=(2,)), SettledMinutes(3, min_fields=(2,))
+    rows = [
+        (
+            rng.randrange(95, 140),
+            f"k{rng.randrange(30)}",
+            (rng.randrange(9), rng.randrange(9), rng.randrange(10**12)),
+        )
+        for _ in range(3000)
+    ]
+    for m in range(100, 130):
+        kept = [(k, v) for minute, k, v in rows if minute == m]
+        one.put(m, [k for k, _ in kept], np.array([v for _, v in kept]).reshape(-1, 3))
+    many.put(100, ["stale"], np.array([(1, 1, 1)]))  # replaced, not added to
+    many.put_many(
+        100, 130, np.array([m for m, _, _ in rows]), [k for _, k, _ in rows], np.array([v for *_, v in rows])
+    )
+    assert many.missing(95, 140) == one.missing(95, 140) == [(95, 100), (130, 140)]
+    assert many.entries == one.entries
+    firsts = [100, 101, 117, 129]
+    assert many.totals(130, firsts) == one.totals(130, firsts)
+    many.put_many(200, 203, np.zeros(0), [], np.zeros((0, 3)))
+    assert many.totals(203, [200]) == {200: {}}

@@ -27,11 +27,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: pip carries the same parser
-    from pip._vendor import tomli as tomllib  # type: ignore[no-redef]
+    from pip._vendor import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
 
 REPO = Path(__file__).resolve().parents[2]
 _MARKER = ".reach-otel-env.json"
@@ -62,13 +63,13 @@ def _extra(name: str) -> list[str]:
     return list(_project()["optional-dependencies"][name])
 
 
-def _project() -> dict[str, object]:
-    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]  # type: ignore[no-any-return]
+def _project() -> dict[str, Any]:
+    return dict(tomllib.loads((REPO / "pyproject.toml").read_text())["project"])
 
 
 def requirements(name: str) -> list[str]:
     """What environment ``name`` holds, on top of reach_otel's runtime dependencies."""
-    base = list(_project()["dependencies"])  # type: ignore[call-overload]
+    base = list(_project()["dependencies"])
     if name == "langgraph":
         extra = [*_extra("langgraph"), *_peers("langchain")]
     elif name == "crewai":

@@ -159,7 +159,7 @@ def _applied() -> list[str]:
 
     declined = []
     for cls in _subclasses(BaseInstrumentor):
-        instance = cls._instance if "_instance" in cls.__dict__ else None
+        instance = cls.__dict__.get("_instance")  # BaseInstrumentor keeps one instance per class
         if instance is not None and not instance.is_instrumented_by_opentelemetry:
             conflict = instance._check_dependency_conflicts()
             declined.append(f"{cls.__name__}: {conflict}" if conflict else cls.__name__)
@@ -167,8 +167,9 @@ def _applied() -> list[str]:
 
 
 def _subclasses(cls: type) -> list[type]:
-    out = []
-    for sub in cls.__subclasses__():
+    out: list[type] = []
+    subs: list[type] = type.__subclasses__(cls)
+    for sub in subs:
         out += [sub, *_subclasses(sub)]
     return out
 

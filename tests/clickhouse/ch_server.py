@@ -6,7 +6,6 @@ know each other through ``remote_servers`` (no ZooKeeper). Always stopped by who
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -18,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-import pytest
 from collector_process import free_port
+from debian_packages import ensure_installed
 
 PACKAGES = ("clickhouse-server", "clickhouse-client")
 SERVER_BINARY = "clickhouse-server"
@@ -30,12 +29,6 @@ TEST_PASSWORD = "pw-3f1c9a7e-never-print-me"
 CLUSTER = "reach_test"
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"clickhouse-server unavailable on CI: {reason}")
-    pytest.skip(reason)
-
-
 def _find() -> str | None:
     return shutil.which(SERVER_BINARY) or shutil.which(SERVER_BINARY, path="/usr/sbin:/usr/bin")
 
@@ -43,24 +36,7 @@ def _find() -> str | None:
 def ensure_clickhouse_server() -> str:
     """The server binary, installing Debian's packages first when it is missing and we are root;
     under CI=true a server that cannot be had fails the test, elsewhere it skips."""
-    found = _find()
-    if found:
-        return found
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        _unavailable("clickhouse-server missing and apt-get as root is not available")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", *PACKAGES],
-    ):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            _unavailable(f"{' '.join(command)} failed: {(done.stderr or done.stdout).strip()[-500:]}")
-    found = _find()
-    if not found:
-        _unavailable(f"installed {', '.join(PACKAGES)} but {SERVER_BINARY} is still not on PATH")
-    assert found is not None
-    return found
+    return ensure_installed(SERVER_BINARY, _find, PACKAGES, timeout=900)
 
 
 def _remote_servers(cluster: str, shards: Sequence[int]) -> str:

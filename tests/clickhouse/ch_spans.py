@@ -170,3 +170,29 @@ def _span(
     for link_trace, link_span in links:
         link = span.links.add()
         link.trace_id, link.span_id = link_trace, link_span
+
+
+def failing_runs(agent: str, n: int, first_id: int) -> dict[str, Any]:
+    """An OTLP/JSON document: ``n`` failed ``invoke_agent`` runs of ``agent`` that ended just now
+    (trace and span ids from ``first_id``), for the alerting tests."""
+    import time
+
+    now = time.time_ns()
+    spans = [
+        {
+            "traceId": f"{first_id + i:032x}",
+            "spanId": f"{first_id + i:016x}",
+            "name": f"invoke_agent {agent}",
+            "kind": 1,
+            "startTimeUnixNano": str(now - 200_000_000),
+            "endTimeUnixNano": str(now - 100_000_000),
+            "status": {"code": 2, "message": "boom"},
+            "attributes": [
+                {"key": sc.GEN_AI_OPERATION_NAME, "value": {"stringValue": sc.OP_AGENT}},
+                {"key": sc.GEN_AI_AGENT_NAME, "value": {"stringValue": agent}},
+            ],
+        }
+        for i in range(n)
+    ]
+    resource = {"attributes": [{"key": sc.SERVICE_NAME, "value": {"stringValue": "desk"}}]}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}

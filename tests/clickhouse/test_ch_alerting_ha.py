@@ -12,12 +12,11 @@ from typing import Any
 import httpx
 from ch_collectors import CollectorProcess, InProcessCollector
 from ch_server import ClickHouseServer
+from ch_spans import failing_runs
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.clickhouse import ClickHouseStore
 from servers import ServerThread
-
-from reach_otel import semconv as sc
 
 RULES = {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3, "window": "1m"}}
 
@@ -33,29 +32,6 @@ def _collector(db: str, evaluate: bool) -> InProcessCollector:
     return InProcessCollector(server.url, store, app, server)
 
 
-def _failing_runs(agent: str, n: int) -> dict[str, Any]:
-    now = time.time_ns()
-    spans = []
-    for i in range(n):
-        spans.append(
-            {
-                "traceId": f"{0xAB00 + i:032x}",
-                "spanId": f"{0xCD00 + i:016x}",
-                "name": f"invoke_agent {agent}",
-                "kind": 1,
-                "startTimeUnixNano": str(now - 200_000_000),
-                "endTimeUnixNano": str(now - 100_000_000),
-                "status": {"code": 2, "message": "boom"},
-                "attributes": [
-                    {"key": sc.GEN_AI_OPERATION_NAME, "value": {"stringValue": sc.OP_AGENT}},
-                    {"key": sc.GEN_AI_AGENT_NAME, "value": {"stringValue": agent}},
-                ],
-            }
-        )
-    resource = {"attributes": [{"key": sc.SERVICE_NAME, "value": {"stringValue": "desk"}}]}
-    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
-
-
 def _firing(c: InProcessCollector) -> list[dict[str, Any]]:
     return [a for a in c.get("/api/alerts").json()["alerts"] if a["state"] == "firing"]
 
@@ -65,7 +41,7 @@ def test_one_evaluates_the_other_shows_its_history(clickhouse: ClickHouseServer,
     evaluating = _collector(db, evaluate=True)
     quiet = _collector(db, evaluate=False)
     try:
-        sent = httpx.post(quiet.url + "/v1/traces", json=_failing_runs("Billing", 6), timeout=30)
+        sent = httpx.post(quiet.url + "/v1/traces", json=failing_runs("Billing", 6, 0xAB00), timeout=30)
         assert sent.status_code == 200, sent.text
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not _firing(evaluating):

@@ -18,13 +18,12 @@ import httpx
 import pytest
 from ch_collectors import InProcessCollector
 from ch_server import ClickHouseServer
+from ch_spans import failing_runs
 from collector_process import free_port
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.clickhouse import ClickHouseStore
 from servers import ServerThread
-
-from reach_otel import semconv as sc
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "dashboards"))
@@ -114,28 +113,6 @@ def _collector(db: str, alertmanager: str) -> InProcessCollector:
     return InProcessCollector(server.url, store, app, server)
 
 
-def _failing(agent: str, n: int) -> dict[str, Any]:
-    now = time.time_ns()
-    spans = [
-        {
-            "traceId": f"{0xEE00 + i:032x}",
-            "spanId": f"{0xEF00 + i:016x}",
-            "name": f"invoke_agent {agent}",
-            "kind": 1,
-            "startTimeUnixNano": str(now - 200_000_000),
-            "endTimeUnixNano": str(now - 100_000_000),
-            "status": {"code": 2},
-            "attributes": [
-                {"key": sc.GEN_AI_OPERATION_NAME, "value": {"stringValue": sc.OP_AGENT}},
-                {"key": sc.GEN_AI_AGENT_NAME, "value": {"stringValue": agent}},
-            ],
-        }
-        for i in range(n)
-    ]
-    resource = {"attributes": [{"key": sc.SERVICE_NAME, "value": {"stringValue": "desk"}}]}
-    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
-
-
 def _held(am: Alertmanager, agent: str) -> list[Any]:
     return [a for a in am.get("/api/v2/alerts") if a["labels"].get("agent") == agent]
 
@@ -158,7 +135,9 @@ def _pages_after(
             for am in ams:
                 am.wait_ready(2 if clustered else 0)
             collectors = [_collector(db, am.url) for am in ams]
-            sent = httpx.post(collectors[0].url + "/v1/traces", json=_failing(agent, 6), timeout=30)
+            sent = httpx.post(
+                collectors[0].url + "/v1/traces", json=failing_runs(agent, 6, 0xEE00 + len(agent)), timeout=30
+            )
             assert sent.status_code == 200, sent.text
             deadline = time.monotonic() + 40
             held: list[list[Any]] = [[], []]

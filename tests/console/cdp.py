@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from debian_packages import ensure_installed
 
 PACKAGES = ("chromium",)
 FLAGS = (
@@ -47,13 +47,6 @@ class BrowserError(RuntimeError):
     """The browser failed, or a DevTools call answered with an error."""
 
 
-def _unavailable(reason: str) -> None:
-    # In CI a missing browser is a failure, never a silent skip.
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"chromium is required in CI: {reason}")
-    pytest.skip(reason)
-
-
 def find_chromium() -> str | None:
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
@@ -64,24 +57,7 @@ def find_chromium() -> str | None:
 
 def ensure_chromium() -> str:
     """The chromium binary, installing Debian's package first when it is missing and we are root."""
-    found = find_chromium()
-    if found:
-        return found
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        _unavailable("chromium missing and apt-get as root is not available")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", *PACKAGES],
-    ):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1500)
-        if done.returncode != 0:
-            _unavailable(f"{' '.join(command)} failed: {(done.stderr or done.stdout).strip()[-500:]}")
-    found = find_chromium()
-    if not found:
-        _unavailable("installed chromium but the binary is still not on PATH")
-    assert found is not None
-    return found
+    return ensure_installed("chromium", find_chromium, PACKAGES)
 
 
 @dataclass

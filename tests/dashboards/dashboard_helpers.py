@@ -4,7 +4,6 @@ missing), a collector with the Tempo router on loopback, and dashboard JSON walk
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pytest
+from debian_packages import ensure_installed
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -49,32 +48,9 @@ def _find() -> PromTools | None:
     return None
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"Prometheus tools unavailable on CI: {reason}")
-    pytest.skip(reason)
-
-
 def ensure_prometheus_tools() -> PromTools:
     """The tools, installing Debian's packages first when they are missing and we are root."""
-    tools = _find()
-    if tools is not None:
-        return tools
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        _unavailable("promtool/amtool/prometheus missing and apt-get as root is not available")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", *PACKAGES],
-    ):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            _unavailable(f"{' '.join(command)} failed: {(done.stderr or done.stdout).strip()[-500:]}")
-    tools = _find()
-    if tools is None:
-        _unavailable(f"installed {', '.join(PACKAGES)} but the binaries are still not on PATH")
-    assert tools is not None
-    return tools
+    return ensure_installed("promtool/amtool/prometheus/alertmanager", _find, PACKAGES, timeout=900)
 
 
 @dataclass

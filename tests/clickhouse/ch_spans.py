@@ -172,9 +172,9 @@ def _span(
         link.trace_id, link.span_id = link_trace, link_span
 
 
-def failing_runs(agent: str, n: int, first_id: int) -> dict[str, Any]:
-    """An OTLP/JSON document: ``n`` failed ``invoke_agent`` runs of ``agent`` that ended just now
-    (trace and span ids from ``first_id``), for the alerting tests."""
+def failing_runs(agent: str, n: int, first_id: int, code: int = 2) -> dict[str, Any]:
+    """An OTLP/JSON document: ``n`` failed (``code`` 2; 0: unset) ``invoke_agent`` runs of
+    ``agent`` that ended just now (trace and span ids from ``first_id``), for the alerting tests."""
     import time
 
     now = time.time_ns()
@@ -186,7 +186,7 @@ def failing_runs(agent: str, n: int, first_id: int) -> dict[str, Any]:
             "kind": 1,
             "startTimeUnixNano": str(now - 200_000_000),
             "endTimeUnixNano": str(now - 100_000_000),
-            "status": {"code": 2, "message": "boom"},
+            "status": {"code": code, "message": "boom" if code == 2 else ""},
             "attributes": [
                 {"key": sc.GEN_AI_OPERATION_NAME, "value": {"stringValue": sc.OP_AGENT}},
                 {"key": sc.GEN_AI_AGENT_NAME, "value": {"stringValue": agent}},

@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -119,19 +119,24 @@ def numbers(result: dict[str, Any]) -> list[float]:
 
 
 def start_prometheus(
-    binary: str, tmp_path: Path, port: int, target: str, rule_files: tuple[str, ...], procs: list[Any]
+    binary: str,
+    tmp_path: Path,
+    port: int,
+    target: str | Sequence[str],
+    rule_files: tuple[str, ...],
+    procs: list[Any],
 ) -> str:
-    """Start Prometheus on ``port`` scraping ``target`` and evaluating ``rule_files`` (names under
-    dashboards/prometheus/) every second; the process is appended to ``procs``. Returns its URL once ready."""
+    """Start Prometheus on ``port`` scraping ``target`` (one collector or several, one job) and
+    evaluating ``rule_files`` (names under dashboards/prometheus/) every second; the process is
+    appended to ``procs``. Returns its URL once ready."""
+    targets = [target] if isinstance(target, str) else list(target)
     config = tmp_path / "prometheus.yml"
     config.write_text(
         json.dumps(  # JSON is YAML
             {
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                 "rule_files": [str(DASHBOARDS / "prometheus" / name) for name in rule_files],
-                "scrape_configs": [
-                    {"job_name": "reach-collector", "static_configs": [{"targets": [target]}]}
-                ],
+                "scrape_configs": [{"job_name": "reach-collector", "static_configs": [{"targets": targets}]}],
             }
         )
     )

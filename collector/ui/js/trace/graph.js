@@ -5,9 +5,9 @@
 
 import { s } from "../dom.js";
 
-const NODE_W = 180;
+const NODE_W = 200;
 const NODE_H = 46;
-const COL_GAP = 300;
+const COL_GAP = 320;
 const ROW_GAP = 72;
 const MARGIN = 16;
 export const OUTCOME_COLORS = {
@@ -75,9 +75,24 @@ function layers(nodes, edges) {
   return out;
 }
 
+let measurer = null; // a canvas context, only to measure text (the drawing is SVG)
+
 function clip(text, max) {
   const t = String(text);
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+/** ``text`` cut (with an ellipsis) to fit ``width`` in ``font``, as measured; by count without a canvas. */
+function fit(text, width, font, max) {
+  let t = clip(text, max);
+  try {
+    measurer ??= document.createElement("canvas").getContext("2d");
+    measurer.font = font;
+    while (t.length > 2 && measurer.measureText(t).width > width) t = `${t.slice(0, -2)}…`;
+  } catch {
+    // no canvas: the count above
+  }
+  return t;
 }
 
 function bezier(p0, p1, p2, p3, t) {
@@ -94,7 +109,6 @@ const ALONG = [0.6, 0.5, 0.7, 0.4, 0.75, 0.3, 0.8, 0.25, 0.85, 0.2];
 const LABEL_UP = 11;
 const LABEL_DOWN = 4;
 const LABEL_PAD = 3;
-let measurer = null;
 
 /** The width of an edge label as drawn: measured in the page's font, else estimated. */
 function labelWidth(text, font) {
@@ -167,6 +181,7 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
     columns.get(l).push(v);
   }
   const tallest = Math.max(1, ...[...columns.values()].map((c) => c.length));
+  const lowest = new Map([...columns].map(([l, column]) => [l, column[column.length - 1].id])); // column → its bottom agent
   const lx = (e) => layer.get(e.target) ?? 0;
   const ls = (e) => layer.get(e.source) ?? 0;
   const back = edges.filter((e) => e.source !== e.target && lx(e) < ls(e));
@@ -201,8 +216,10 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
   let backIndex = 0;
   // Labels keep off the nodes and each other (SPEC §14: a graph a new user reads at a glance).
   const taken = [...pos.values()].map((p) => ({ left: p.x, right: p.x + NODE_W, top: p.y, bottom: p.y + NODE_H }));
-  const font = `600 11px ${(typeof getComputedStyle === "function" && getComputedStyle(document.body).fontFamily) || "sans-serif"}`;
+  const family = (typeof getComputedStyle === "function" && getComputedStyle(document.body).fontFamily) || "sans-serif";
+  const font = `600 11px ${family}`;
   const labels = [];
+  let [minX, minY, maxX, maxY] = [0, 0, width, height]; // grows to hold every line and label
 
   for (const e of edges) {
     const a = pos.get(e.source);
@@ -236,15 +253,23 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       spots = [0, -13, 13, -26, 26, -39, 39].map((dy) => [ax + 6, ay + 4 + dy, "start"]);
       spots.push(...alongCurve(p, [0.5, 0.35, 0.65, 0.25, 0.75]));
     } else {
+      // Below every node; from (to) an agent with others under it, leave (enter) by its left
+      // side, so the line does not run behind them and read as an edge between them.
       const drop = bottomOfNodes + 18 + 14 * backIndex++;
       const x1 = a.x + NODE_W / 2 - 10;
       const x2 = b.x + NODE_W / 2 + 10;
-      const y1 = a.y + NODE_H;
-      const y2 = b.y + NODE_H;
-      p = [[x1, y1], [x1, drop + 8], [x2, drop + 8], [x2, y2 + 1]];
+      const start = lowest.get(ls(e)) === e.source ? [[x1, a.y + NODE_H], [x1, drop + 8]] : [[a.x, a.y + NODE_H - 10], [a.x - 60, drop + 8]];
+      const end = lowest.get(lx(e)) === e.target ? [[x2, drop + 8], [x2, b.y + NODE_H + 1]] : [[b.x - 60, drop + 8], [b.x - 1, b.y + NODE_H - 10]];
+      p = [...start, ...end];
       spots = alongCurve(p, [0.5, 0.4, 0.6, 0.3, 0.7]);
     }
     const [p0, p1, p2, p3] = p;
+    for (const [x, y] of p) {
+      // A curve stays inside its control points' hull.
+      minX = Math.min(minX, x - 4);
+      maxX = Math.max(maxX, x + 4);
+      maxY = Math.max(maxY, y + 4);
+    }
     const d = `M${p0[0]},${p0[1]} C${p1[0]},${p1[1]} ${p2[0]},${p2[1]} ${p3[0]},${p3[1]}`;
     const g = s("g", { class: `edge o-${outcome}${e.dashed ? " inferred" : ""}`, "data-source": e.source, "data-target": e.target, "data-count": String(e.count ?? 1) });
     g.append(
@@ -269,13 +294,15 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
   }
   // The busiest edges choose their spots first.
   labels.sort((x, y) => (y.e.count ?? 1) - (x.e.count ?? 1));
-  let [minX, minY, maxX, maxY] = [0, 0, width, height];
   for (const l of labels) {
     const at = place(taken, l.spots, l.width);
     minX = Math.min(minX, at.box.left - 2);
     maxX = Math.max(maxX, at.box.right + 2);
     minY = Math.min(minY, at.box.top - 2);
     maxY = Math.max(maxY, at.box.bottom + 2);
+    // A light ground under the text: the lines it sits on do not run through its letters.
+    const b = at.box;
+    labelLayer.append(s("rect", { x: (b.left + 1).toFixed(1), y: (b.top + 1).toFixed(1), width: (b.right - b.left - 2).toFixed(1), height: (b.bottom - b.top - 1).toFixed(1), rx: "3", class: "edge-label-ground" }));
     const text = s("text", { x: at.x.toFixed(1), y: at.y.toFixed(1), class: `edge-label o-${l.outcome}`, "text-anchor": at.anchor, fill: l.colour, "data-source": l.e.source, "data-target": l.e.target }, l.label);
     labelLayer.append(text);
   }
@@ -292,8 +319,8 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       s("title", null, v.title ?? v.id),
       s("rect", { width: NODE_W, height: NODE_H, rx: "7", class: "node-box", stroke: v.color }),
       s("rect", { x: "0.75", y: "0.75", width: "6", height: NODE_H - 1.5, rx: "3", fill: v.color }),
-      s("text", { x: "14", y: "19", class: "node-name" }, clip(v.id, 23)),
-      s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, clip(v.sub || "", 31)),
+      s("text", { x: "14", y: "19", class: "node-name" }, fit(v.id, NODE_W - 22, `650 13px ${family}`, 23)),
+      s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, fit(v.sub || "", NODE_W - 18, `11px ${family}`, 31)),
     );
     if (onNode) {
       g.classList.add("clickable");

@@ -1,16 +1,23 @@
 """The few SQL spellings the two stores disagree on, so each query is written once (SPEC §16).
 
 A query module writes its SQL in the subset DuckDB and ClickHouse (18.16 to current) share —
-subqueries rather than CTEs, ``argMax``/``argMin``, ``max`` of a flag rather than
-``bool_or``, columns named rather than numbered in ``GROUP BY``/``ORDER BY``, ``?`` placeholders —
-and asks its store's dialect for the rest: percentiles (linear interpolation, numpy's and DuckDB's
-``quantile_cont``: ClickHouse has no such function before 20.x, so it is computed from the sorted
-values), conditional counts, integer division, an attribute's string value, and a group-by with a total row.
+subqueries rather than CTEs, ``argMax``/``argMin``, ``max`` of a flag rather than ``bool_or``,
+columns named rather than numbered in ``GROUP BY``/``ORDER BY``, equality joins (any inequality
+after the join) whose right side is a bounded subquery, ``?`` placeholders — and asks its store's
+dialect for the rest:
+
+- percentiles as numpy's and DuckDB's linear interpolation (``quantile_cont``; ClickHouse has no
+  interpolated quantile before 20.x, so it is computed from the group's sorted values);
+- conditional counts that are 0, never NULL; integer division; a string read as a number;
+- an attribute's string value, its JSON text and the keys of an attribute column (JSON text on
+  DuckDB, key/value arrays beside it on ClickHouse);
+- a group-by with a total row; named subqueries (``compose``: a ``WITH`` on DuckDB, inlined on
+  ClickHouse, where 18.16 has no table CTEs).
 
 Chosen over a transpiler (one that rewrites DuckDB SQL for ClickHouse) because what it writes
 targets current ClickHouse — CTEs, window functions, ``GROUPING SETS`` — which 18.16 rejects, and
 its percentiles are not the interpolated ones; the constructs here are few, and one test matrix
-runs every query on both stores.
+(tests/clickhouse) runs every query on DuckDB, 18.16 and current ClickHouse.
 """
 
 from __future__ import annotations
@@ -201,7 +208,9 @@ class _ClickHouse:
         return f"if(has({keys}, ?), {values}[indexOf({keys}, ?)], NULL)", [key, key]
 
     def attr_json(self, column: str, key: str) -> tuple[str, list[Any]]:
-        # the stored JSON text's value: attribute objects are flat, so the first match is the key's
+        # the stored JSON text's value, found by key name (visitParam reads the first "key": in
+        # the text; attribute objects are flat, so that is the top-level key unless an earlier
+        # value nests an object with the same key)
         keys, _ = _CH_ARRAYS[column]
         raw = f"replaceRegexpOne(visitParamExtractRaw({_JSON_COLUMNS[column]}, ?), '^[[:space:]]+', '')"
         return f"if(has({keys}, ?), {raw}, NULL)", [key, key]

@@ -55,7 +55,7 @@ function showSignIn(error) {
     { class: "signin card", id: "signin", autocomplete: "off" },
     h("h1", { text: "Sign in" }),
     h("p", {
-      text: "This collector asks for its query token (server.query_token). It stays in this browser tab and is sent only as an Authorization header.",
+      text: "This collector asks for its query token (auth.query_token in its config, or REACH_QUERY_TOKEN). It stays in this browser tab and is sent only as an Authorization header.",
     }),
     error ? notice(error.message, "error") : null,
     h("label", { for: "token", text: "Query token" }),

@@ -135,7 +135,10 @@ def trace_body(trace_id: str, rows: Sequence[Mapping[str, Any]], *, tree: bool =
     shaped as dicts (span_rows.COLUMNS_FROM): that costs less there."""
     if len(rows) < span_rows.COLUMNS_FROM:
         return dumps(trace_json(trace_id, rows, tree=tree))
-    table = span_table(rows)
+    try:
+        table = span_table(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # row dicts whose values the schema's types refuse
+        return dumps(trace_json(trace_id, rows, tree=tree))
     few = rows_where(table, "operation", (sc.OP_AGENT, sc.OP_HANDOFF), _HANDOFF_COLUMNS)
     runs = agent_runs(row for _, row in few)
     tails = {

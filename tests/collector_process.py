@@ -21,24 +21,29 @@ def free_port() -> int:
 
 
 class CollectorProcess:
-    def __init__(self, db: Path, *extra: str, env: Mapping[str, str] | None = None) -> None:
+    """``python -m reach_collector`` on ``db`` (a DuckDB path or a clickhouse:// URL), its output
+    captured: ``with CollectorProcess(db) as c:`` or ``start()`` … ``stop()`` (which returns it)."""
+
+    def __init__(self, db: Path | str, *extra: str, env: Mapping[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.args = [sys.executable, "-m", "reach_collector", "--port", str(self.port), "--grpc-port", "0"]
         self.args += ["--db", str(db), *extra]
         self.proc: subprocess.Popen[str] | None = None
+        self.printed: str | None = None
         self.env = dict(env or {})  # set on top of this process's (whose OTEL_/REACH_ are dropped)
 
-    def __enter__(self) -> CollectorProcess:
+    def start(self, timeout: float = 30) -> CollectorProcess:
+        self.printed = None
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
         env.update(self.env)
         self.proc = subprocess.Popen(
             self.args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"collector exited: {self.proc.stdout.read() if self.proc.stdout else ''}")
+                raise RuntimeError(f"collector exited: {self.output()}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return self
@@ -47,13 +52,37 @@ class CollectorProcess:
             time.sleep(0.1)
         raise RuntimeError("collector did not become healthy")
 
-    def __exit__(self, *exc: Any) -> None:
-        if self.proc is not None:
+    def output(self) -> str:
+        """Everything it printed, once it has exited ("" while it runs); read once, kept."""
+        if self.printed is None and self.proc is not None and self.proc.stdout is not None:
+            if self.proc.poll() is None:
+                return ""
+            self.printed = self.proc.stdout.read()
+        return self.printed or ""
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> str:
+        """SIGTERM (SIGKILL if it has not exited in 20 s); returns everything it printed."""
+        if self.proc is None:
+            return ""
+        if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait(5)
+        return self.output()
+
+    def __enter__(self) -> CollectorProcess:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
     def get(self, path: str, **params: Any) -> Any:
         response = httpx.get(self.url + path, params=params, timeout=10)

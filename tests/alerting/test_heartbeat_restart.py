@@ -49,8 +49,7 @@ def _firing(c: CollectorProcess) -> list[tuple[str, str]]:
 
 
 def _output(c: CollectorProcess) -> str:
-    assert c.proc is not None and c.proc.stdout is not None
-    return c.proc.stdout.read()
+    return c.output()
 
 
 def test_stopped_never_fires_and_lost_survives_a_restart(tmp_path: Path) -> None:

@@ -4,15 +4,11 @@ posting OTLP to them over real HTTP."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
-from collector_process import free_port
+from collector_process import CollectorProcess as BaseCollectorProcess
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.base import TraceStore
@@ -50,55 +46,8 @@ def post(url: str, body: bytes, timeout: float = 30) -> httpx.Response:
     return httpx.post(url + "/v1/traces", content=body, headers={"content-type": PROTOBUF}, timeout=timeout)
 
 
-class CollectorProcess:
-    """``python -m reach_collector`` on ``db`` (a clickhouse:// URL), its output captured."""
+class CollectorProcess(BaseCollectorProcess):
+    """``python -m reach_collector`` on ``db`` (a clickhouse:// URL), retention off."""
 
     def __init__(self, db: str, *extra: str, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.args = [sys.executable, "-m", "reach_collector", "--port", str(self.port), "--grpc-port", "0"]
-        self.args += ["--db", db, "--retention", "0s", *extra]
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
-        self.env = {**base, **(env or {})}
-        self.proc: subprocess.Popen[str] | None = None
-
-    def start(self, timeout: float = 30) -> CollectorProcess:
-        self.proc = subprocess.Popen(
-            self.args, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"collector exited: {self.output()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("collector did not become healthy")
-
-    def output(self) -> str:
-        if self.proc is None or self.proc.stdout is None:
-            return ""
-        if self.proc.poll() is None:
-            return ""
-        return self.proc.stdout.read()
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def stop(self) -> str:
-        """SIGTERM; returns everything it printed."""
-        if self.proc is None:
-            return ""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.output()
+        super().__init__(db, "--retention", "0s", *extra, env=env)

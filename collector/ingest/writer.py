@@ -1,8 +1,10 @@
-"""The one writer: a thread that group-commits queued span batches into the store.
+"""The writer: the thread that group-commits queued span batches into the store — or, for a store
+that takes several commits at once (``concurrent_writes``, ClickHouse), that many threads.
 
 Requests hand over an Arrow table and wait on a future that resolves only after the transaction
 holding their rows has committed (so an acknowledgement means durable). The queue is bounded in
 spans; when it is full ``submit`` raises ``QueueFull`` and the caller answers 429/RESOURCE_EXHAUSTED.
+A DuckDB store declares nothing and keeps exactly one writer thread.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ log = logging.getLogger(__name__)
 
 
 class SpanSink(Protocol):
-    """What the writer needs from a store."""
+    """What the writer needs from a store. A store may also declare ``concurrent_writes: int``,
+    how many commits it takes at once from as many threads (absent: 1, the one writer thread):
+    ``write`` is then called from several threads at a time, and ``call`` tasks may run beside a
+    commit."""
 
     def write(self, table: pa.Table, parts: pa.Table) -> None: ...
 
@@ -48,6 +53,7 @@ class WriterStats:
     commits_failed: int = 0
     queue_full: int = 0
     last_commit_seconds: float = 0.0
+    most_commits_at_once: int = 0
 
 
 @dataclass
@@ -69,6 +75,7 @@ class Writer:
         on_commit: Callable[[pa.Table, float, list[Any]], None] | None = None,
         linger_s: float = 0.004,
         idle_s: float = 1.0,
+        overlap_spans: int = 4_096,
     ) -> None:
         self._store = store
         # Maintenance (store.maintain) runs after every commit, and once more, with idle=True,
@@ -82,18 +89,39 @@ class Writer:
         # serve several requests. A lone request never waits (nothing else is in flight).
         self._linger = linger_s
         self._decoding = 0
-        # Called on the writer thread after each committed batch (rows, seconds the commit took,
-        # the ``meta`` of each request in it, in order): the Prometheus exposition folds them in.
+        # Called after each committed batch (rows, seconds the commit took, the ``meta`` of each
+        # request in it, in order), one batch at a time: the Prometheus exposition folds them in.
         self._on_commit = on_commit
+        self._observe_lock = threading.Lock()
         self._max_pending = max_pending_spans
         self._max_batch = max_batch_spans
         self._queue: deque[_Item] = deque()
-        self._pending = 0
+        self._pending = 0  # rows queued or being committed: what the bound counts
+        self._queued = 0  # rows queued only
         self._cond = threading.Condition()
         self._closed = False
         self.stats = WriterStats()
-        self._thread = threading.Thread(target=self._run, name="reach-collector-writer", daemon=True)
-        self._thread.start()
+        # Several commits at once (a store's ``concurrent_writes``): a second one starts while
+        # another is running only once ``overlap_spans`` rows wait, since each commit also costs
+        # the store a fixed amount (ClickHouse: a part, its files and later a merge, whatever its
+        # size) — small overlapping commits would spend the CPU on that instead of on rows.
+        self.concurrency = max(1, int(getattr(store, "concurrent_writes", 1)))
+        self._overlap_spans = overlap_spans
+        self._committing = 0
+        # A store whose every commit costs a fixed amount (``group_commit_s``, ClickHouse) has a
+        # commit smaller than ``overlap_spans`` wait that long at most for more requests, while
+        # several exporters are sending (more than one request waits, or more are being decoded):
+        # those just acknowledged come back in a few ms, and one commit then takes them all. A
+        # lone exporter's request never waits.
+        self._hold = float(getattr(store, "group_commit_s", 0.0))
+        self._threads = [
+            threading.Thread(
+                target=self._run, name="reach-collector-writer" + (f"-{i + 1}" if i else ""), daemon=True
+            )
+            for i in range(self.concurrency)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def pending_spans(self) -> int:
@@ -112,6 +140,7 @@ class Writer:
                 self.stats.queue_full += 1
                 raise QueueFull(retry_after=1)
             self._pending += rows
+            self._queued += rows
             self._queue.append(_Item(table, parts, None, future, meta))
             self._cond.notify()
         return future
@@ -123,7 +152,8 @@ class Writer:
             self._decoding += delta
 
     def call(self, task: Callable[[Any], Any]) -> Future[Any]:
-        """Run ``task(store)`` on the writer thread, between commits (e.g. retention)."""
+        """Run ``task(store)`` on a writer thread, between its commits (e.g. retention); with one
+        writer thread, between all commits."""
         future: Future[Any] = Future()
         with self._cond:
             if self._closed:
@@ -133,32 +163,57 @@ class Writer:
         return future
 
     def close(self, timeout: float = 30.0) -> None:
-        """Stop accepting work, drain what is queued, and join the thread."""
+        """Stop accepting work, drain what is queued, and join the threads."""
         with self._cond:
             self._closed = True
-            self._cond.notify()
-        self._thread.join(timeout)
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _take(self) -> list[_Item] | None:
         """The next batch; None when closed and drained; [] after ``idle_s`` without work (once
         per pause, for the idle maintenance)."""
         with self._cond:
-            while not self._queue:
-                if self._closed:
-                    return None
-                if self._idle_done:
-                    self._cond.wait()
-                elif not self._cond.wait(self._idle_s) and not self._queue:
-                    self._idle_done = True
-                    return []
-            self._idle_done = False
-            if self._queue[0].task is None and self._decoding > 0 and self._linger > 0:
-                deadline = time.monotonic() + self._linger
-                while self._decoding > 0 and self._pending < self._max_batch and not self._closed:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    self._cond.wait(remaining)
+            while True:
+                while not self._queue:
+                    if self._closed:
+                        return None
+                    if self._idle_done:
+                        self._cond.wait()
+                    elif not self._cond.wait(self._idle_s) and not self._queue and not self._idle_done:
+                        self._idle_done = True
+                        return []
+                self._idle_done = False
+                if self._queue[0].task is None and self._decoding > 0 and self._linger > 0:
+                    deadline = time.monotonic() + self._linger
+                    while self._decoding > 0 and self._queued < self._max_batch and not self._closed:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        self._cond.wait(remaining)
+                if self._hold > 0 and self._queue and self._queue[0].task is None:
+                    deadline = time.monotonic() + self._hold
+                    while (
+                        (len(self._queue) > 1 or self._decoding > 0)
+                        and self._queued < self._overlap_spans
+                        and not self._closed
+                    ):
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        self._cond.wait(remaining)
+                if (
+                    self._committing
+                    and self._queue
+                    and self._queue[0].task is None
+                    and self._queued < self._overlap_spans
+                    and not self._closed
+                ):
+                    self._cond.wait()  # until that commit ends or a commit's worth of rows waits
+                    continue
+                if self._queue:  # another writer thread may have taken it meanwhile
+                    break
             first = self._queue.popleft()
             if first.task is not None:
                 return [first]
@@ -170,6 +225,11 @@ class Writer:
                     break
                 items.append(self._queue.popleft())
                 rows += nxt.num_rows
+            self._queued -= rows
+            self._committing += 1
+            self.stats.most_commits_at_once = max(self.stats.most_commits_at_once, self._committing)
+            if self._queue:  # more than one batch's worth: another writer thread may take it
+                self._cond.notify()
             return items
 
     def _run(self) -> None:
@@ -180,7 +240,12 @@ class Writer:
             if items and items[0].task is not None:
                 self._run_task(items[0])
             elif items:
-                self._commit(items)
+                try:
+                    self._commit(items)
+                finally:
+                    with self._cond:
+                        self._committing -= 1
+                        self._cond.notify_all()  # a thread waiting for this commit to end
             try:
                 self._store.maintain(idle=not items)
             except Exception:  # maintenance is retried later; committed data is safe in the WAL
@@ -208,7 +273,8 @@ class Writer:
                 table = pa.concat_tables(tables).combine_chunks()
                 self._store.write(table, pa.concat_tables(parts).combine_chunks())
         except Exception as exc:
-            self.stats.commits_failed += 1
+            with self._cond:
+                self.stats.commits_failed += 1
             if len(items) > 1:
                 # One bad request must not fail the others that shared its transaction.
                 for item in items:
@@ -218,13 +284,16 @@ class Writer:
             self._finish(items, rows, exc)
             return
         seconds = time.perf_counter() - started
-        self.stats.last_commit_seconds = seconds
-        self.stats.batches_committed += 1
-        self.stats.spans_written += rows
+        with self._cond:
+            self.stats.last_commit_seconds = seconds
+            self.stats.batches_committed += 1
+            self.stats.spans_written += rows
         if self._on_commit is not None:
-            # Before the acknowledgements, so whoever got a 200 also sees the spans in /metrics.
+            # Before the acknowledgements, so whoever got a 200 also sees the spans in /metrics;
+            # one batch at a time, so observers keep their state as with one writer thread.
             try:
-                self._on_commit(table, seconds, [i.meta for i in items])
+                with self._observe_lock:
+                    self._on_commit(table, seconds, [i.meta for i in items])
             except Exception:  # observers must never stop ingest
                 log.exception("commit observer failed")
         self._finish(items, rows, None)

@@ -25,11 +25,12 @@ import orjson
 import pyarrow as pa
 from reach_collector.store.clickhouse.schema import SPAN_TYPES
 
-__all__ = ["insert_columns", "json_value_text", "key_values"]
+__all__ = ["gc_paused", "insert_columns", "json_value_text", "key_value_arrays", "key_values"]
 
 # What a NULL is stored as in the span columns that are not Nullable (the decoder writes none).
 _DEFAULTS: Final = {"String": "", "UInt8": 0, "Int64": 0, "UInt32": 0, "Float64": 0.0}
 _STR: Final = frozenset({str})
+_NONE: Final = type(None)
 _DOUBLES: dict[float, str] = {}
 _LOWER_ESCAPE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-f]{4})")
 
@@ -38,12 +39,20 @@ def insert_columns(table: pa.Table) -> list[list[Any]]:
     """The batch's columns in ``schema.INSERT_COLUMNS`` order. The cyclic garbage collector is
     paused meanwhile: the millions of lists and strings built here would set it off again and
     again, for nothing to collect (measured: a third of the time)."""
-    with _gc_paused():
+    with gc_paused():
         return _columns(table)
 
 
+def key_value_arrays(column: pa.Array | pa.ChunkedArray) -> tuple[list[list[str]], list[list[str]]]:
+    """The keys and the values of each row's JSON object text (the attributes or the resource):
+    the key/value array columns, as lists of lists (``native`` encodes them)."""
+    with gc_paused():
+        return _arrays(column.to_pylist())
+
+
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a bulk conversion (nothing in it makes cycles)."""
     if not gc.isenabled():
         yield
         return
@@ -68,10 +77,10 @@ def _columns(table: pa.Table) -> list[list[Any]]:
     return [*columns, attr_keys, attr_values, res_keys, res_values]
 
 
-def _arrays(texts: list[str]) -> tuple[list[list[str]], list[list[str]]]:
+def _arrays(texts: list[str | None]) -> tuple[list[list[str]], list[list[str]]]:
     keys: list[list[str]] = []
     values: list[list[str]] = []
-    seen: dict[str, tuple[list[str], list[str]]] = {}  # a request's rows share one resource text
+    seen: dict[str | None, tuple[list[str], list[str]]] = {}  # a request's rows share one resource text
     for text in texts:
         kv = seen.get(text)
         if kv is None:
@@ -97,27 +106,28 @@ def key_values(text: str | None) -> tuple[list[str], list[str]]:
     if not isinstance(obj, dict):
         return [], []
     values = list(obj.values())
-    if set(map(type, values)) <= _STR:  # the common row: every value a string
+    kinds = set(map(type, values))
+    if kinds <= _STR:  # the common row: every value a string
         return list(obj), values
-    keys: list[str] = []
-    out: list[str] = []
-    for key, value in obj.items():
-        kind = value.__class__
-        if kind is str:
-            out.append(value)
-        elif value is None:
-            continue
-        elif kind is int:
-            out.append(str(value))
-        elif kind is float:
-            out.append(_double_cached(value))
-        elif kind is list and set(map(type, value)) <= _STR:  # e.g. finish reasons: orjson's text
-            text = orjson.dumps(value).decode()
-            out.append(_upper_escapes(text) if "\\u" in text else text)
-        else:
-            out.append(json_value_text(value))
-        keys.append(key)
-    return keys, out
+    if _NONE in kinds:  # a key whose value is null is no value (json_extract_string: NULL)
+        keys = [key for key, value in obj.items() if value is not None]
+        values = [value for value in values if value is not None]
+    else:
+        keys = list(obj)
+    return keys, [value if value.__class__ is str else _text(value) for value in values]
+
+
+def _text(value: Any) -> str:
+    """A non-string attribute value: the common kinds first, the rest through json_value_text."""
+    kind = value.__class__
+    if kind is int:
+        return str(value)
+    if kind is float:
+        return _double_cached(value)
+    if kind is list and set(map(type, value)) <= _STR:  # e.g. finish reasons: orjson's text
+        text = orjson.dumps(value).decode()
+        return _upper_escapes(text) if "\\u" in text else text
+    return json_value_text(value)
 
 
 def json_value_text(value: Any) -> str:

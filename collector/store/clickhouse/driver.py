@@ -5,6 +5,10 @@ any message.
 
 The driver reconnects by itself: after a network error it drops the socket, and the next call
 opens a new one. A backend is also what the store needs from chdb (``chdb_backend``).
+
+Span inserts go as a ``native.NativeBlock``, columns already in the wire format: the driver runs
+the insert (connection, query, the server's header, the acknowledgement, errors) and writes the
+block's bytes where it would have built them from Python lists.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Protocol
 
+from reach_collector.store.clickhouse.native import NativeBlock
 from reach_collector.store.clickhouse.url import ClickHouseURL
 from reach_collector.store.unavailable import StoreUnavailable
 
@@ -114,9 +119,7 @@ class DriverBackend:
     def _client(self) -> Any:
         client = getattr(self._local, "client", None)
         if client is None:
-            from clickhouse_driver import Client
-
-            client = Client(
+            client = _native_client_class()(
                 self._host,
                 port=self._port,
                 database=self._database,
@@ -166,6 +169,14 @@ class DriverBackend:
                 f"INSERT INTO {table} ({', '.join(columns)}) VALUES", data, columnar=True, settings=settings
             )
 
+    def insert_block(self, table: str, block: NativeBlock, settings: dict[str, Any] | None = None) -> None:
+        """Insert a block already in the Native format (``native.span_block``)."""
+        if self._closed:
+            raise StoreUnavailable(f"{self.where}: the store is closed")
+        names = ", ".join(name for name, _, _ in block.columns)
+        with self._errors(f"an insert into {table}"):
+            self._client().execute(f"INSERT INTO {table} ({names}) VALUES", block, settings=settings)
+
     def close(self) -> None:
         self._closed = True
         with self._lock:
@@ -182,3 +193,71 @@ class StoreError(RuntimeError):
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+_CLIENT_CLASS: type | None = None
+
+
+def _native_client_class() -> type:
+    """clickhouse-driver's Client, taking a ``NativeBlock`` as an insert's data as well as lists
+    (made on first use: the driver is an optional dependency)."""
+    global _CLIENT_CLASS
+    if _CLIENT_CLASS is None:
+        from clickhouse_driver import Client
+
+        class NativeClient(Client):  # type: ignore[misc]
+            def send_data(
+                self, sample_block: Any, data: Any, types_check: bool = False, columnar: bool = False
+            ) -> int:
+                if isinstance(data, NativeBlock):
+                    return _send_native(self, sample_block, data)
+                return int(super().send_data(sample_block, data, types_check=types_check, columnar=columnar))
+
+        _CLIENT_CLASS = NativeClient
+    return _CLIENT_CLASS
+
+
+def _send_native(client: Any, sample_block: Any, block: NativeBlock) -> int:
+    """What ``Client.send_data`` does for one block (a Data packet, then the empty block that ends
+    the data), with the block's columns written as they are. The server's header for the insert
+    (``sample_block``) must name the same columns with the same types: bytes of another type
+    would be read as garbage, so a schema this collector does not know is refused instead."""
+    from clickhouse_driver import defines
+    from clickhouse_driver.block import BlockInfo, ColumnOrientedBlock
+    from clickhouse_driver.protocol import ClientPacketTypes
+    from clickhouse_driver.varint import write_varint
+    from clickhouse_driver.writer import write_binary_str, write_binary_uint8
+
+    expected = [(name, kind) for name, kind, _ in block.columns]
+    if [tuple(c) for c in sample_block.columns_with_types] != expected:
+        raise StoreError(
+            f"the server's columns {sample_block.columns_with_types} are not the ones this collector "
+            f"writes {expected}: is another version's schema in this database?"
+        )
+    connection = client.connection
+    if connection.compression:  # never set by DriverBackend: compressed blocks would need framing
+        raise StoreError("a compressed connection cannot take a prepared block")
+    revision = connection.server_info.used_revision
+    fout = connection.fout
+    write_varint(ClientPacketTypes.DATA, fout)
+    if revision >= defines.DBMS_MIN_REVISION_WITH_TEMPORARY_TABLES:
+        write_binary_str("", fout)
+    if revision >= defines.DBMS_MIN_REVISION_WITH_BLOCK_INFO:
+        BlockInfo().write(fout)
+    write_varint(len(block.columns), fout)
+    write_varint(block.rows, fout)
+    custom = getattr(defines, "DBMS_MIN_REVISION_WITH_CUSTOM_SERIALIZATION", None)
+    for name, kind, data in block.columns:
+        write_binary_str(name, fout)
+        write_binary_str(kind, fout)
+        if custom is not None and revision >= custom:
+            write_binary_uint8(0, fout)  # no custom serialization, as the driver writes
+        fout.write(data)
+    fout.flush()
+    profile_events = getattr(client, "receive_profile_events", None)
+    if profile_events is not None:
+        profile_events()
+    connection.send_data(ColumnOrientedBlock())  # an empty block ends the data
+    if profile_events is not None:
+        profile_events()
+    return int(block.rows)

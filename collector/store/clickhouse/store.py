@@ -21,6 +21,7 @@ from reach_collector.store.clickhouse.bind import bind
 from reach_collector.store.clickhouse.convert import insert_columns
 from reach_collector.store.clickhouse.driver import Backend, DriverBackend
 from reach_collector.store.clickhouse.migrate import cluster_hosts, migrate
+from reach_collector.store.clickhouse.native import span_block
 from reach_collector.store.clickhouse.schema import (
     AUX_TYPES,
     DAY_NS,
@@ -50,6 +51,11 @@ class ClickHouseStore:
     """Spans, the trace lookup and the side tables in one ClickHouse database."""
 
     dialect = "clickhouse"  # the SQL the query modules speak to it (reach_collector.store.dialect)
+    # For the ingest writer (ingest.writer): ClickHouse takes concurrent inserts, each on its own
+    # connection (one per thread, driver.DriverBackend); each insert costs the server a part (≈ 70
+    # column files, then merges) whatever its size, so commits wait a little to be larger.
+    concurrent_writes = 2
+    group_commit_s = 0.010
     # the lookup's states merged per trace (store.base.TraceStore.trace_bounds)
     trace_bounds = (
         "(SELECT trace_id, minMerge(first_start_ns) AS first_start_ns,"
@@ -117,10 +123,14 @@ class ClickHouseStore:
         insert, so the decoder's ``parts`` are not needed here."""
         if table.num_rows == 0:
             return
+        insert_block = getattr(self._backend, "insert_block", None)
         for piece in _by_partitions(table):
-            self._backend.insert(
-                "spans", INSERT_COLUMNS, insert_columns(piece), _INSERT_TYPES, self._insert_settings
-            )
+            if insert_block is not None:  # a server: the columns in the wire format (native)
+                insert_block("spans", span_block(piece), self._insert_settings)
+            else:
+                self._backend.insert(
+                    "spans", INSERT_COLUMNS, insert_columns(piece), _INSERT_TYPES, self._insert_settings
+                )
 
     def maintain(self, idle: bool) -> None:
         """Nothing to do between commits: ClickHouse merges parts by itself."""

@@ -75,7 +75,8 @@ class Writer:
         on_commit: Callable[[pa.Table, float, list[Any]], None] | None = None,
         linger_s: float = 0.004,
         idle_s: float = 1.0,
-        overlap_spans: int = 4_096,
+        commit_spans: int | None = None,
+        arrival_gap_s: float = 0.005,
     ) -> None:
         self._store = store
         # Maintenance (store.maintain) runs after every commit, and once more, with idle=True,
@@ -102,18 +103,24 @@ class Writer:
         self._closed = False
         self.stats = WriterStats()
         # Several commits at once (a store's ``concurrent_writes``): a second one starts while
-        # another is running only once ``overlap_spans`` rows wait, since each commit also costs
-        # the store a fixed amount (ClickHouse: a part, its files and later a merge, whatever its
-        # size) — small overlapping commits would spend the CPU on that instead of on rows.
+        # another is running only once a commit's worth of rows waits (``commit_spans``, the
+        # store's, else 4096), since each commit also costs the store a fixed amount (ClickHouse:
+        # a part, its files and later a merge, whatever its size) — small overlapping commits
+        # would spend the CPU on that instead of on rows.
         self.concurrency = max(1, int(getattr(store, "concurrent_writes", 1)))
-        self._overlap_spans = overlap_spans
+        self._commit_spans = (
+            commit_spans if commit_spans is not None else int(getattr(store, "commit_spans", 4096))
+        )
         self._committing = 0
         # A store whose every commit costs a fixed amount (``group_commit_s``, ClickHouse) has a
-        # commit smaller than ``overlap_spans`` wait that long at most for more requests, while
-        # several exporters are sending (more than one request waits, or more are being decoded):
-        # those just acknowledged come back in a few ms, and one commit then takes them all. A
+        # commit of less than a commit's worth wait up to that long for more requests while
+        # several exporters are sending (more than one request waits, or more are being decoded)
+        # and requests keep arriving (none for ``arrival_gap_s``: all that were coming are in):
+        # those just acknowledged come back within a few ms, and one commit takes them all. A
         # lone exporter's request never waits.
         self._hold = float(getattr(store, "group_commit_s", 0.0))
+        self._gap = arrival_gap_s
+        self._last_arrival = 0.0
         self._threads = [
             threading.Thread(
                 target=self._run, name="reach-collector-writer" + (f"-{i + 1}" if i else ""), daemon=True
@@ -141,6 +148,7 @@ class Writer:
                 raise QueueFull(retry_after=1)
             self._pending += rows
             self._queued += rows
+            self._last_arrival = time.monotonic()
             self._queue.append(_Item(table, parts, None, future, meta))
             self._cond.notify()
         return future
@@ -150,6 +158,8 @@ class Writer:
         at once in ``submit``, which wakes the writer with them queued."""
         with self._cond:
             self._decoding += delta
+            if delta > 0:
+                self._last_arrival = time.monotonic()
 
     def call(self, task: Callable[[Any], Any]) -> Future[Any]:
         """Run ``task(store)`` on a writer thread, between its commits (e.g. retention); with one
@@ -196,18 +206,19 @@ class Writer:
                     deadline = time.monotonic() + self._hold
                     while (
                         (len(self._queue) > 1 or self._decoding > 0)
-                        and self._queued < self._overlap_spans
+                        and self._queued < self._commit_spans
                         and not self._closed
                     ):
-                        remaining = deadline - time.monotonic()
-                        if remaining <= 0:
+                        now = time.monotonic()
+                        until = deadline if self._decoding else min(deadline, self._last_arrival + self._gap)
+                        if until <= now:
                             break
-                        self._cond.wait(remaining)
+                        self._cond.wait(until - now)
                 if (
                     self._committing
                     and self._queue
                     and self._queue[0].task is None
-                    and self._queued < self._overlap_spans
+                    and self._queued < self._commit_spans
                     and not self._closed
                 ):
                     self._cond.wait()  # until that commit ends or a commit's worth of rows waits

@@ -84,7 +84,7 @@ def _submit(writer: Writer, name: str, n: int) -> Future[None]:
 
 def test_a_second_commit_starts_only_once_a_commit_worth_of_rows_waits() -> None:
     store = GatedStore()
-    writer = Writer(store, overlap_spans=100, linger_s=0)
+    writer = Writer(store, commit_spans=100, linger_s=0)
     try:
         assert writer.concurrency == 2
         a = _submit(writer, "a", 10)
@@ -109,7 +109,7 @@ def test_a_second_commit_starts_only_once_a_commit_worth_of_rows_waits() -> None
 
 def test_a_waiting_commit_starts_when_the_running_one_ends() -> None:
     store = GatedStore()
-    writer = Writer(store, overlap_spans=100, linger_s=0)
+    writer = Writer(store, commit_spans=100, linger_s=0)
     try:
         a = _submit(writer, "a", 10)
         assert store.wait_for(lambda: store.active == 1)
@@ -126,7 +126,7 @@ def test_a_waiting_commit_starts_when_the_running_one_ends() -> None:
 
 def test_a_failed_commit_fails_only_its_own_requests_while_another_runs() -> None:
     store = GatedStore()
-    writer = Writer(store, overlap_spans=10, linger_s=0)
+    writer = Writer(store, commit_spans=10, linger_s=0)
     try:
         a = _submit(writer, "a", 5)
         assert store.wait_for(lambda: store.active == 1)
@@ -147,7 +147,7 @@ def test_a_failed_commit_fails_only_its_own_requests_while_another_runs() -> Non
 
 def test_the_queue_stays_bounded_while_commits_run() -> None:
     store = GatedStore()
-    writer = Writer(store, max_pending_spans=200, overlap_spans=100, linger_s=0)
+    writer = Writer(store, max_pending_spans=200, commit_spans=100, linger_s=0)
     try:
         a = _submit(writer, "a", 100)
         assert store.wait_for(lambda: store.active == 1)
@@ -166,7 +166,7 @@ def test_the_queue_stays_bounded_while_commits_run() -> None:
 
 def test_a_task_runs_beside_a_running_commit_and_close_drains_every_thread() -> None:
     store = GatedStore()
-    writer = Writer(store, overlap_spans=100, linger_s=0)
+    writer = Writer(store, commit_spans=100, linger_s=0)
     try:
         a = _submit(writer, "a", 10)
         assert store.wait_for(lambda: store.active == 1)
@@ -180,8 +180,8 @@ def test_a_task_runs_beside_a_running_commit_and_close_drains_every_thread() -> 
 
 
 def test_commits_wait_for_the_requests_of_exporters_just_acknowledged() -> None:
-    store = GatedStore(concurrent_writes=1, group_commit_s=0.5)
-    writer = Writer(store, overlap_spans=100, linger_s=0)
+    store = GatedStore(concurrent_writes=1, group_commit_s=2.0)
+    writer = Writer(store, commit_spans=100, linger_s=0, arrival_gap_s=0.3)
     try:
         first = _submit(writer, "x", 10)
         assert store.wait_for(lambda: store.active == 1)
@@ -196,6 +196,23 @@ def test_commits_wait_for_the_requests_of_exporters_just_acknowledged() -> None:
         started = time.perf_counter()
         _submit(writer, "lone", 10).result(5)
         assert time.perf_counter() - started < 0.25
+    finally:
+        store.release_all()
+        writer.close()
+
+
+def test_a_waiting_commit_goes_once_requests_stop_arriving() -> None:
+    store = GatedStore(concurrent_writes=1, group_commit_s=5.0)
+    writer = Writer(store, commit_spans=100, linger_s=0, arrival_gap_s=0.2)
+    try:
+        first = _submit(writer, "x", 10)
+        assert store.wait_for(lambda: store.active == 1)
+        a, b = _submit(writer, "a", 10), _submit(writer, "b", 10)
+        started = time.perf_counter()
+        store.release_all()
+        first.result(5), a.result(5), b.result(5)
+        assert time.perf_counter() - started < 2.0  # the gap ended the wait, not the 5 s bound
+        assert store.begun[1] == ["a"] * 10 + ["b"] * 10
     finally:
         store.release_all()
         writer.close()

@@ -9,8 +9,9 @@ order, each into a fresh database of the same schema:
 - ``driver``: clickhouse-driver's columnar ``INSERT`` of the span table's columns, converted
   beforehand (so only the driver and the server are timed), in 64k-row batches;
 - ``store.write``: ``ClickHouseStore.write`` of the same Arrow batches, 64k rows each — the
-  conversion from Arrow to the driver's columns plus the same insert (``convert`` alone is timed
-  too, on the side);
+  encoding from Arrow straight to the Native wire format (``native.span_block``) plus the same
+  insert (the encoding alone is timed too, on the side, beside the conversion to the lists the
+  driver takes, ``convert``, which it replaces);
 - ``collector N``: a subprocess collector at its defaults, N client processes posting the
   requests (512 spans each), every one answered only after ClickHouse acknowledged it.
 
@@ -123,6 +124,7 @@ def main() -> None:
     import pyarrow as pa
     from reach_collector.ingest import fast
     from reach_collector.store.clickhouse.convert import insert_columns
+    from reach_collector.store.clickhouse.native import span_block
 
     bodies = make_bodies(args.requests, 512, heavy=args.heavy)
     batches = [fast.flatten_protobuf(b) for b in bodies]
@@ -134,6 +136,10 @@ def main() -> None:
     started = time.perf_counter()
     columns = [insert_columns(t) for t in tables]
     convert_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for t in tables:
+        span_block(t)
+    encode_s = time.perf_counter() - started
 
     binary = ensure_clickhouse_server()
     directory = Path(tempfile.mkdtemp(prefix="reach-bench-ch-"))
@@ -183,6 +189,7 @@ def main() -> None:
         rate, ratio = statistics.median(results[variant]), statistics.median(ratios[variant])
         print(f"{variant:<14} {rate:>15,.0f} {ratio:>9.2f}")
     print(f"convert (Arrow → driver columns) alone: {spans / convert_s:,.0f} spans/s")
+    print(f"encode (Arrow → Native block, what store.write sends) alone: {spans / encode_s:,.0f} spans/s")
 
 
 if __name__ == "__main__":

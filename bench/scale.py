@@ -22,7 +22,9 @@ for random known ids and ``GET /api/metrics/golden?window=5m`` over real HTTP fr
 app on that store, its clock at the data's end (§7: p99 < 50 ms and < 100 ms).
 
     python bench/scale.py ingest [--requests 192] [--rounds 3] [--clients 16]
-    python bench/scale.py queries [--spans 10000000] [--data /tmp/reach-scale-clickhouse] [--runs 300]
+    python bench/scale.py queries [--spans 10000000] [--data DIR] [--runs 300]
+
+``--data`` defaults to ``reach-scale-clickhouse`` in the temporary directory, kept between runs.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 
@@ -94,3 +96,15 @@ def test_serve_prints_the_lines_to_paste(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    # SIGTERM stopped the collector the demo had left running, too (it does not outlive the demo)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _answers(url):
+        time.sleep(0.2)
+    assert not _answers(url), f"the demo's collector at {url} still runs after the demo was stopped"
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False

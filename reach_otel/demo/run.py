@@ -13,9 +13,11 @@ import asyncio
 import contextlib
 import functools
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from datetime import datetime, timezone
@@ -332,6 +334,17 @@ def _show_serving(collector: Collector, trace_id: str | None, console: Console) 
     )
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a supervisor, a test harness) ends the demo as Ctrl-C does: through its cleanup,
+    so the collector it started stops too instead of outliving it."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+
+
 def run_demo(args: argparse.Namespace) -> int:
     from openai import AsyncOpenAI
 
@@ -347,6 +360,7 @@ def run_demo(args: argparse.Namespace) -> int:
     except DemoArgumentError as exc:
         print(f"reach-otel demo: {exc}", file=sys.stderr)
         return 2
+    _stop_on_sigterm()
     with Pager() as pager, FakeLLMServer() as llm:
         config = db.with_suffix(".yaml")
         config.write_text(demo_config(pager, datetime.now(timezone.utc)))

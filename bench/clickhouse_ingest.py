@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "clickhouse"))
 
 from _spans import make_bodies  # noqa: E402
 from ch_server import ensure_clickhouse_server, start_server  # noqa: E402
-from ingest import _client, _free_port  # noqa: E402
+from ingest import _client, _free_port, collect_statuses  # noqa: E402
 from peers.harness import wait_healthy  # noqa: E402
 
 BATCH_ROWS = 65_536
@@ -98,10 +98,7 @@ def _collector(server: Any, database: str, bodies: list[bytes], clients: int) ->
             w.start()
         barrier.wait()
         started = time.perf_counter()
-        statuses: dict[int, int] = {}
-        for _ in workers:
-            for code, n in out.get().items():
-                statuses[code] = statuses.get(code, 0) + n
+        statuses = collect_statuses(out, len(workers))
         elapsed = time.perf_counter() - started
         for w in workers:
             w.join()

@@ -39,6 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -70,6 +71,15 @@ def raw_insert(bodies: list[bytes], db: Path, batch_rows: int = 65_536) -> tuple
     elapsed = time.perf_counter() - started
     con.close()
     return table.num_rows, elapsed
+
+
+def collect_statuses(out: Any, clients: int) -> dict[int, int]:
+    """Every client's {HTTP status: requests} from ``out`` (a queue each client puts one into), summed."""
+    statuses: dict[int, int] = {}
+    for _ in range(clients):
+        for code, n in out.get().items():
+            statuses[code] = statuses.get(code, 0) + n
+    return statuses
 
 
 def _free_port() -> int:
@@ -203,10 +213,7 @@ def collector_ingest(
         cpu_before = _cpu_seconds(proc.pid)
         barrier.wait()
         started = time.perf_counter()
-        statuses: dict[int, int] = {}
-        for _ in workers:
-            for code, n in out.get().items():
-                statuses[code] = statuses.get(code, 0) + n
+        statuses = collect_statuses(out, len(workers))
         elapsed = time.perf_counter() - started
         cpu_after = _cpu_seconds(proc.pid)
         cpu = (cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1])

@@ -60,7 +60,7 @@ from ch_server import (  # noqa: E402
     start_cluster,
     stop_all,
 )
-from ingest import _client, _free_port  # noqa: E402
+from ingest import _client, _free_port, collect_statuses  # noqa: E402
 from peers.harness import wait_healthy  # noqa: E402
 
 BATCH_ROWS = 65_536
@@ -183,10 +183,7 @@ def _collectors(
         meter.collectors_started(pids)
         barrier.wait()
         started = time.perf_counter()
-        statuses: dict[int, int] = {}
-        for _ in workers:
-            for code, n in out.get().items():
-                statuses[code] = statuses.get(code, 0) + n
+        statuses = collect_statuses(out, len(workers))
         elapsed = time.perf_counter() - started
         meter.stop(pids)
         for w in workers:

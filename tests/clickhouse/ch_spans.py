@@ -196,3 +196,19 @@ def failing_runs(agent: str, n: int, first_id: int, code: int = 2) -> dict[str, 
     ]
     resource = {"attributes": [{"key": sc.SERVICE_NAME, "value": {"stringValue": "desk"}}]}
     return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
+
+
+def decoded(body: bytes, decoder: str) -> Any:
+    """``body`` decoded by the collector's ``decoder`` ("compiled" or "python") into its span
+    batch; skips the test when the compiled decoder is not built here."""
+    import pytest
+    from reach_collector.ingest import fast
+    from reach_collector.ingest.decode import PROTOBUF, parse
+    from reach_collector.ingest.rows import flatten
+
+    if decoder == "compiled":
+        batch = fast.flatten_protobuf(body)
+        if batch is None:
+            pytest.skip("the compiled decoder is not built here")
+        return batch
+    return flatten(parse(body, PROTOBUF))

@@ -12,8 +12,7 @@ import time
 import duckdb
 import orjson
 import pytest
-from ch_spans import make_request
-from reach_collector.ingest import fast
+from ch_spans import decoded, make_request
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
 from reach_collector.store.clickhouse.convert import insert_columns, key_values
@@ -47,13 +46,7 @@ def _ours(texts: list[str]) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("decoder", ["compiled", "python"])
 def test_decoded_attributes_match_duckdb(decoder: str) -> None:
-    body, _ = make_request(time.time_ns(), traces=8, exotic=decoder == "python")
-    if decoder == "compiled":
-        batch = fast.flatten_protobuf(body)
-        if batch is None:
-            pytest.skip("the compiled decoder is not built here")
-    else:
-        batch = flatten(parse(body, PROTOBUF))
+    batch = decoded(make_request(time.time_ns(), traces=8, exotic=decoder == "python")[0], decoder)
     for column in ("attributes", "resource"):
         texts = batch.table.column(column).to_pylist()
         assert _ours(texts) == _duckdb_values(texts)

@@ -384,6 +384,7 @@ def run_queries(args: argparse.Namespace) -> None:
     from reach_collector.app import create_app
     from reach_collector.config import Settings
     from reach_collector.store.clickhouse import ClickHouseStore
+    from reach_collector.store.clickhouse.schema import SCHEMA_VERSION
     from servers import ServerThread
 
     database = "scale"
@@ -396,6 +397,7 @@ def run_queries(args: argparse.Namespace) -> None:
         if (
             meta is not None
             and meta["spans"] == args.spans
+            and meta.get("schema") == SCHEMA_VERSION
             and stored
             and Target([server]).count(database) == args.spans
         ):
@@ -403,7 +405,7 @@ def run_queries(args: argparse.Namespace) -> None:
             meta["build_s"] = None
         else:
             Target([server]).drop(database)
-            meta = build(server, database, args.spans)
+            meta = {**build(server, database, args.spans), "schema": SCHEMA_VERSION}
             meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "build_s"}))
         parts = _settle(server, database, args.settle_s)
         now_s = meta["last_end_ns"] / S + 1
@@ -441,8 +443,8 @@ def run_queries(args: argparse.Namespace) -> None:
         server.stop()
     built = f"built in {meta['build_s']:.0f} s" if meta.get("build_s") else "reused"
     print(
-        f"\nClickHouse 18.16, {meta['spans']:,} spans ({built}; {parts} active span parts), {window} calls in"
-        f" the 5-minute window, {args.runs} runs each; load average {_load()}"
+        f"\nClickHouse 18.16, schema {meta['schema']}, {meta['spans']:,} spans ({built}; {parts} active"
+        f" span parts), {window} calls in the 5-minute window, {args.runs} runs each; load average {_load()}"
     )
     print(f"{'query':<36} {'p50 ms':>8} {'p99 ms':>8}")
     for name, (p50, p99) in results.items():

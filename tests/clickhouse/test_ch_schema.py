@@ -1,5 +1,6 @@
 """The schema is created if missing, recorded by version, idempotent on a second open, refused
-when newer than the collector — on Debian's 18.16 server and on current ClickHouse (chdb)."""
+when newer than the collector, upgraded from version 1 when that can be done in place and refused
+untouched when not — on Debian's 18.16 server and on current ClickHouse (chdb)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from reach_collector.store.clickhouse import ClickHouseStore, parse_clickhouse_u
 from reach_collector.store.clickhouse.chdb_backend import ChdbBackend
 from reach_collector.store.clickhouse.driver import StoreError
 from reach_collector.store.clickhouse.migrate import SCHEMA_VERSION
-from reach_collector.store.clickhouse.schema import TABLES
+from reach_collector.store.clickhouse.schema import HOUR_NS, SCHEMA_VERSION_DDL, TABLES, Layout
 
 pytest.importorskip("clickhouse_driver")
 
@@ -60,3 +61,76 @@ def test_created_on_current_clickhouse(tmp_path: Path) -> None:
         assert backend.execute("SELECT max(version) FROM reach.schema_version") == [(SCHEMA_VERSION,)]
     finally:
         store.close()
+
+
+def _version_1(execute, db: str) -> None:
+    """A database as a development build left it: schema version 1, the span table and the trace
+    lookup partitioned and ordered by the spans' start time."""
+    execute(f"CREATE DATABASE IF NOT EXISTS {db}")
+    execute(SCHEMA_VERSION_DDL.format(db=db))
+    for statement in Layout(db).table_ddl():
+        execute(statement.replace("intDiv(end_ns", "intDiv(start_ns").replace("end_hour", "start_hour"))
+    execute(f"INSERT INTO {db}.schema_version (version, description, applied_ns) SELECT 1, 'v1', 0")
+
+
+def _span_request(start_ns: int, end_ns: int) -> bytes:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    req = ExportTraceServiceRequest()
+    span = req.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, "long"
+    span.start_time_unix_nano, span.end_time_unix_nano = start_ns, end_ns
+    return req.SerializeToString()
+
+
+def _upgrade_checks(store: ClickHouseStore, execute, db: str) -> None:
+    from reach_collector.ingest.decode import PROTOBUF, parse
+    from reach_collector.ingest.rows import flatten
+
+    assert [v for (v,) in execute(f"SELECT version FROM {db}.schema_version ORDER BY version")] == [
+        *range(1, SCHEMA_VERSION + 1)
+    ]
+    # A span from one hour to the next lands in its end's hour: the window queries' partitions.
+    start = 1_700_000_000 * 10**9
+    start -= start % HOUR_NS
+    batch = flatten(parse(_span_request(start + HOUR_NS // 2, start + HOUR_NS * 3 // 2), PROTOBUF))
+    store.write(batch.table, batch.parts)
+    for table in ("spans", "traces"):
+        parts = execute(
+            f"SELECT DISTINCT partition FROM system.parts WHERE database = '{db}' AND table = '{table}'"
+        )
+        assert [str(p).strip("'") for (p,) in parts] == [str(start // HOUR_NS + 1)]
+    assert [s["name"] for s in store.trace_spans("01" * 16) or ()] == ["long"]
+
+
+def test_empty_version_1_database_upgraded_on_18_16(clickhouse: ClickHouseServer, ch_database: str) -> None:
+    _version_1(clickhouse.execute, ch_database)
+    store = ClickHouseStore(clickhouse.url(ch_database))
+    try:
+        _upgrade_checks(store, clickhouse.execute, ch_database)
+    finally:
+        store.close()
+
+
+def test_empty_version_1_database_upgraded_on_current_clickhouse(tmp_path: Path) -> None:
+    pytest.importorskip("chdb")
+    backend = ChdbBackend(tmp_path / "chdb")
+    _version_1(backend.execute, "reach")
+    store = ClickHouseStore(parse_clickhouse_url("clickhouse://localhost/reach"), backend=backend)
+    try:
+        _upgrade_checks(store, backend.execute, "reach")
+    finally:
+        store.close()
+
+
+def test_version_1_database_with_spans_refused_untouched(
+    clickhouse: ClickHouseServer, ch_database: str
+) -> None:
+    _version_1(clickhouse.execute, ch_database)
+    clickhouse.execute(
+        f"INSERT INTO {ch_database}.spans (trace_id, span_id, start_ns, end_ns) SELECT 't', 's', 1, 2"
+    )
+    with pytest.raises(StoreError, match=r"holds 1 spans in schema version 1.*new database.*INSERT INTO"):
+        ClickHouseStore(clickhouse.url(ch_database))
+    assert clickhouse.execute(f"SELECT count() FROM {ch_database}.spans") == [(1,)]
+    assert clickhouse.execute(f"SELECT max(version) FROM {ch_database}.schema_version") == [(1,)]

@@ -41,11 +41,12 @@ def bounds_sql() -> str:
 
 def spans_sql() -> str:
     """Every row of one trace by start time; params: [trace_id, first, last, first's minute,
-    last's minute] (the minutes select the sort key's leading ranges)."""
+    last's minute]: each of its spans ends between the trace's first start and last end, and
+    those minutes select the sort key's leading ranges (and the hours, the partitions)."""
     return (
         f"SELECT {', '.join(SPAN_NAMES)} FROM spans PREWHERE trace_id = ? "
-        f"WHERE start_ns >= ? AND start_ns <= ? AND intDiv(start_ns, {BUCKET_NS}) >= ? "
-        f"AND intDiv(start_ns, {BUCKET_NS}) <= ? ORDER BY start_ns, span_id"
+        f"WHERE end_ns >= ? AND end_ns <= ? AND intDiv(end_ns, {BUCKET_NS}) >= ? "
+        f"AND intDiv(end_ns, {BUCKET_NS}) <= ? ORDER BY start_ns, span_id"
     )
 
 
@@ -90,16 +91,17 @@ def search_sql(f: TraceFilter, layout: Layout) -> tuple[str, list[Any]]:
     for key, value in f.attributes:
         cond = "has(attr_keys, ?) AND attr_values[indexOf(attr_keys, ?)] = ?"
         sub_params: list[Any] = [key, key, value]
-        if f.since_ns is not None:  # a trace that starts after `since` has no span before it
-            cond += " AND start_ns >= ?"
+        if f.since_ns is not None:  # a trace that starts after `since` has no span ending before it
+            cond += " AND end_ns >= ?"
             sub_params.append(f.since_ns)
         where.append(f"trace_id IN (SELECT trace_id FROM {spans} WHERE {cond})")
         where_params.extend(sub_params)
     if f.since_ns is not None:
-        # A trace that starts since then has every lookup row in that hour or later: only those
-        # traces are merged (all their rows, so an earlier start still rules one out).
+        # A trace that starts since then has every span, so every lookup row, ending in that hour
+        # or later: only those traces are merged (all their rows, so an earlier start still rules
+        # one out).
         traces = layout.q(layout.local("traces"))
-        where.append(f"trace_id IN (SELECT trace_id FROM {traces} WHERE start_hour >= ?)")
+        where.append(f"trace_id IN (SELECT trace_id FROM {traces} WHERE end_hour >= ?)")
         where_params.append(f.since_ns // HOUR_NS)
     where_sql = f" WHERE {' AND '.join(where)}" if where else ""
     having_sql = f" HAVING {' AND '.join(having)}" if having else ""

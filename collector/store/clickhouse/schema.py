@@ -7,12 +7,15 @@ that create them, one node or a cluster (local tables on every shard behind ``Di
   ``res_keys``/``res_values``; values as DuckDB's ``json_extract_string`` gives them). Times are
   **Int64** nanoseconds, as DuckDB's BIGINT: the decoder keeps them below 2^63, and signed
   arithmetic never wraps (``end_ns - start_ns``, ``x - ?`` with a later bound), where UInt64
-  subtraction would. Partitioned by the hour of ``start_ns`` (what retention drops) and ordered by
-  (minute of ``start_ns``, trace_id, start_ns): a time window reads its minutes, a trace its
-  minutes' trace_id ranges.
-- ``traces``: per (hour, trace_id) aggregate states of the trace's spans (first start, last end,
-  root, counts, agents, services, hops) — an AggregatingMergeTree the materialized view
-  ``traces_mv`` fills from every insert into the span table, in the same insert.
+  subtraction would. Partitioned by the hour of ``end_ns`` and ordered by (minute of ``end_ns``,
+  trace_id, start_ns), since every window query asks for the spans that *ended* in it: a window
+  reads only its own hours' partitions and, in them, its minutes; a trace reads its minutes'
+  trace_id ranges (its spans all end within its first start and last end); retention drops the
+  hours that ended before the cutoff.
+- ``traces``: per (hour of the spans' end, trace_id) aggregate states of the trace's spans (first
+  start, last end, root, counts, agents, services, hops) — an AggregatingMergeTree the
+  materialized view ``traces_mv`` fills from every insert into the span table, in the same insert,
+  partitioned as the spans are (retention drops both by the same hours).
 - ``heartbeats``, ``alert_*``: the side tables of ``store.schema.AUX_TABLES``, Nullable columns
   but ``time_ns``, partitioned by day.
 - ``schema_version``: one row per migration applied (on each shard, in a cluster).
@@ -31,15 +34,15 @@ __all__ = [
     "BUCKET_NS",
     "HOUR_NS",
     "INSERT_COLUMNS",
-    "MIGRATIONS",
+    "SCHEMA_VERSION",
     "SPAN_TYPES",
     "TABLES",
+    "VERSIONS",
     "Layout",
-    "Migration",
 ]
 
-HOUR_NS: Final = 3_600_000_000_000  # a span partition: one hour of start times
-BUCKET_NS: Final = 60_000_000_000  # the leading sort key: one minute of start times
+HOUR_NS: Final = 3_600_000_000_000  # a span partition: one hour of end times
+BUCKET_NS: Final = 60_000_000_000  # the leading sort key: one minute of end times
 DAY_NS: Final = 86_400_000_000_000  # a side-table partition
 
 # ClickHouse types of the DuckDB span columns (store.schema.SPAN_COLUMNS), Nullable where the
@@ -163,28 +166,28 @@ class Layout:
         return f"{self.database}.{table}"
 
     def table_ddl(self) -> list[str]:
-        """The tables, view and (in a cluster) Distributed tables of schema version 1, each
+        """The tables, view and (in a cluster) Distributed tables of the latest schema version, each
         statement idempotent (IF NOT EXISTS), for one node or one shard."""
         span_cols = [*SPAN_TYPES.items(), *KV_COLUMNS]
-        trace_cols = [("start_hour", "Int64"), ("trace_id", "String")]
+        trace_cols = [("end_hour", "Int64"), ("trace_id", "String")]
         trace_cols += [(name, kind) for name, kind, _, _ in TRACE_AGGREGATES]
         out = [
             _create(
                 self.q(self.local("spans")),
                 span_cols,
-                f"MergeTree PARTITION BY intDiv(start_ns, {HOUR_NS}) "
-                f"ORDER BY (intDiv(start_ns, {BUCKET_NS}), trace_id, start_ns)",
+                f"MergeTree PARTITION BY intDiv(end_ns, {HOUR_NS}) "
+                f"ORDER BY (intDiv(end_ns, {BUCKET_NS}), trace_id, start_ns)",
             ),
             _create(
                 self.q(self.local("traces")),
                 trace_cols,
-                "AggregatingMergeTree PARTITION BY start_hour ORDER BY trace_id",
+                "AggregatingMergeTree PARTITION BY end_hour ORDER BY trace_id",
             ),
             f"CREATE MATERIALIZED VIEW IF NOT EXISTS {self.q(self.local('traces') + '_mv')} "
             f"TO {self.q(self.local('traces'))} "
-            f"AS SELECT intDiv(start_ns, {HOUR_NS}) AS start_hour, trace_id, "
+            f"AS SELECT intDiv(end_ns, {HOUR_NS}) AS end_hour, trace_id, "
             + ", ".join(f"{state} AS {name}" for name, _, state, _ in TRACE_AGGREGATES)
-            + f" FROM {self.q(self.local('spans'))} GROUP BY start_hour, trace_id",
+            + f" FROM {self.q(self.local('spans'))} GROUP BY end_hour, trace_id",
         ]
         for table, cols in AUX_TYPES.items():
             out.append(
@@ -208,23 +211,15 @@ def _create(name: str, columns: list[tuple[str, str]], engine: str) -> str:
     return f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n) ENGINE = {engine}"
 
 
-@dataclass(frozen=True)
-class Migration:
-    """One schema version: statements for one node or shard (``Layout``). A later migration must
-    be safe to run twice (18.16 has no ``ADD COLUMN IF NOT EXISTS``: check system.columns first),
-    since two collectors starting at once may both apply it."""
-
-    version: int
-    description: str
-
-    def statements(self, layout: Layout) -> list[str]:
-        if self.version == 1:
-            return layout.table_ddl()
-        raise ValueError(f"no statements for schema version {self.version}")  # pragma: no cover
-
-
-# Applied in order, each once per node or shard (schema_version says which are done).
-MIGRATIONS: Final = (Migration(1, "spans, the trace lookup and its view, heartbeats, alert history"),)
+# The schema's version and what each one brought. A new database is created at the latest (the
+# tables of ``Layout.table_ddl``); an older one is upgraded a version at a time (migrate.UPGRADES).
+# Each upgrade must be safe to run twice (18.16 has no ``ADD COLUMN IF NOT EXISTS``: check
+# system.columns first), since two collectors starting at once may both apply it.
+VERSIONS: Final = {
+    1: "spans by start time, the trace lookup and its view, heartbeats, alert history",
+    2: "spans and the trace lookup partitioned and ordered by the spans' end time",
+}
+SCHEMA_VERSION: Final = max(VERSIONS)
 
 SCHEMA_VERSION_DDL: Final = (
     "CREATE TABLE IF NOT EXISTS {db}.schema_version "

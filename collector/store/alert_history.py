@@ -165,6 +165,13 @@ class DuckDBHistory:
         ]
         return alerts, {(fp, _s(fired)): by for (fp, fired), by in self._acks().items()}
 
+    def open_episode_keys(self) -> tuple[set[tuple[str, Any]], set[tuple[str, Any]]]:
+        """What retention keeps of the history however old: the (fingerprint, active_at_ns) of
+        every episode still pending or firing — its transitions — and their (fingerprint,
+        fired_at_ns) — its acknowledgements (as schema.PRUNE_ALERT_HISTORY keeps them)."""
+        open_ = [r for r in self._episodes() if r[5] in ("pending", "firing")]
+        return {(r[0], r[7]) for r in open_}, {(r[0], r[8]) for r in open_}
+
     def deliveries(
         self, fingerprint: str | None = None, limit: int = 1000, *, failed: bool = False
     ) -> list[dict[str, Any]]:

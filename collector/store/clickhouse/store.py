@@ -16,6 +16,7 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 from reach_collector.alerting.data import Heartbeat
+from reach_collector.store.alert_history import DuckDBHistory
 from reach_collector.store.clickhouse import reads
 from reach_collector.store.clickhouse.bind import bind
 from reach_collector.store.clickhouse.convert import insert_columns
@@ -42,8 +43,8 @@ log = logging.getLogger(__name__)
 # max_partitions_per_insert_block, a setting 18.16 does not know): larger spreads go in pieces.
 MAX_PARTITIONS_PER_INSERT: Final = 100
 _INSERT_TYPES: Final = (*SPAN_TYPES.values(), *(kind for _, kind in KV_COLUMNS))
-# Side tables pruned by partition at retention (alert transitions and acks stay: an episode still
-# firing must outlive any cutoff, which is the alert history's to decide).
+# Side tables pruned by partition at retention (alert transitions and acks go row by row: an
+# episode still firing must outlive any cutoff, see _prune_alert_history).
 _PRUNED_SIDE_TABLES: Final = ("heartbeats", "alert_deliveries")
 
 
@@ -139,23 +140,21 @@ class ClickHouseStore:
         """Nothing to do between commits: ClickHouse merges parts by itself."""
 
     def delete_older_than(self, cutoff_ns: int) -> int:
-        """Retention by whole partitions: an hour of span start times goes (with its lookup rows)
-        once every span in it ended before ``cutoff_ns`` — so spans are kept at most an hour
-        past the window, and never one that ended after the cutoff; heartbeats and delivery
-        attempts go by whole UTC days older than the cutoff. Returns the spans dropped."""
+        """Retention by whole partitions: an hour of span end times goes (with its lookup rows)
+        once it ended before ``cutoff_ns`` — so a span is kept at most an hour past the window,
+        and never one that ended after the cutoff; heartbeats and delivery attempts go by whole
+        UTC days older than the cutoff. Returns the spans dropped."""
         dropped = 0
         spans, traces = self.layout.local("spans"), self.layout.local("traces")
         for shard in self._shards:
             rows = shard.execute(
                 bind(
-                    f"SELECT intDiv(start_ns, {HOUR_NS}) AS hour, max(end_ns), count() FROM {spans} "
-                    "WHERE start_ns < ? GROUP BY hour ORDER BY hour",
-                    [cutoff_ns],
+                    f"SELECT intDiv(end_ns, {HOUR_NS}) AS hour, count() FROM {spans} "
+                    "WHERE end_ns < ? GROUP BY hour ORDER BY hour",
+                    [cutoff_ns - cutoff_ns % HOUR_NS],
                 )
             )
-            for hour, last_end, count in rows:
-                if int(last_end) >= cutoff_ns:
-                    continue
+            for hour, count in rows:
                 shard.execute(f"ALTER TABLE {self.layout.q(spans)} DROP PARTITION {int(hour)}")
                 shard.execute(f"ALTER TABLE {self.layout.q(traces)} DROP PARTITION {int(hour)}")
                 dropped += int(count)
@@ -169,7 +168,35 @@ class ClickHouseStore:
                 )
                 for (day,) in days:
                     shard.execute(f"ALTER TABLE {self.layout.q(local)} DROP PARTITION {int(day)}")
+        self._prune_alert_history(cutoff_ns)
         return dropped
+
+    def _prune_alert_history(self, cutoff_ns: int) -> None:
+        """Alert transitions and acknowledgements older than the cutoff go, but those of episodes
+        still pending or firing (what a restart restores), as on DuckDB: by an ``ALTER … DELETE``
+        on each shard, only when there are such rows and no earlier one is still running (a
+        mutation is asynchronous on 18.16, and rewrites the parts it touches)."""
+        keep_transitions, keep_acks = DuckDBHistory(self).open_episode_keys()
+        for table, column, keep in (
+            ("alert_transitions", "active_at_ns", keep_transitions),
+            ("alert_acks", "fired_at_ns", keep_acks),
+        ):
+            local = self.layout.local(table)
+            cond, params = "time_ns < ?", [cutoff_ns]
+            if keep:
+                key = f"concat(ifNull(fingerprint, ''), '/', toString(ifNull({column}, -1)))"
+                cond += f" AND {key} NOT IN ({', '.join('?' * len(keep))})"
+                params += sorted(f"{fp or ''}/{-1 if at is None else int(at)}" for fp, at in keep)
+            running = bind(
+                "SELECT count() FROM system.mutations WHERE database = ? AND table = ? AND is_done = 0",
+                [self.layout.database, local],
+            )
+            for shard in self._shards:
+                if not shard.execute(bind(f"SELECT count() FROM {local} WHERE {cond}", params))[0][0]:
+                    continue
+                if shard.execute(running)[0][0]:
+                    continue
+                shard.execute(bind(f"ALTER TABLE {self.layout.q(local)} DELETE WHERE {cond}", params))
 
     def append(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
         """Append rows to a side table (heartbeats, alert history); columns in
@@ -230,8 +257,8 @@ class ClickHouseStore:
 
 def _by_partitions(table: pa.Table) -> list[pa.Table]:
     """The batch in pieces of at most MAX_PARTITIONS_PER_INSERT span partitions each (one piece
-    almost always: a batch's spans start within an hour or two)."""
-    hours = pc.divide(table.column("start_ns"), HOUR_NS)
+    almost always: a batch's spans end within an hour or two)."""
+    hours = pc.divide(table.column("end_ns"), HOUR_NS)
     distinct = pc.unique(hours)
     if len(distinct) <= MAX_PARTITIONS_PER_INSERT:
         return [table]

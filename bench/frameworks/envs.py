@@ -7,25 +7,19 @@ its own holding the framework, reach_otel's runtime dependencies and both peers'
 ``pydantic<2.13`` and so has its own; ``mcp1`` holds the last 1.x MCP SDK, the one the peers' MCP
 instrumentations were written for (ours needs 2.x).
 
-Environments live in ``$REACH_OTEL_BENCH_ENVS`` or ``~/.cache/reach-otel/bench-envs``, named by a
-hash of the Python version and the requirements; a marker written last says one is complete, and
-builds take a file lock so two runs never build the same folder at once.
+Environments live in ``$REACH_OTEL_BENCH_ENVS`` or ``~/.cache/reach-otel/bench-envs``, built and
+reused as the tests' own (``tests/cached_venv.py``) are.
 
     python bench/frameworks/envs.py [NAME ...]    # build (or find) them and print their interpreters
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +29,9 @@ except ModuleNotFoundError:  # Python 3.10: pip carries the same parser
     from pip._vendor import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
 
 REPO = Path(__file__).resolve().parents[2]
-_MARKER = ".reach-otel-env.json"
+sys.path.insert(0, str(REPO / "tests"))
+
+from cached_venv import clean_env, ensure, folder_for  # noqa: E402
 
 OPENINFERENCE = "openinference-instrumentation"
 OPENLLMETRY = "opentelemetry-instrumentation"  # the traceloop project's packages share the contrib prefix
@@ -95,55 +91,11 @@ def _root() -> Path:
     return Path(cache) / "reach-otel" / "bench-envs"
 
 
-def _key(reqs: list[str]) -> str:
-    what = {"python": sys.version.split()[0], "implementation": sys.implementation.name, "requires": reqs}
-    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _ready(folder: Path, reqs: list[str]) -> bool:
-    try:
-        marker = json.loads((folder / _MARKER).read_text())
-    except (OSError, ValueError):
-        return False
-    return bool(marker.get("requires") == reqs and (folder / "bin" / "python").exists())
-
-
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))}
-
-
-def _run(args: list[str], timeout: float) -> None:
-    out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=_clean_env())
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:5])}... failed:\n{(out.stdout + out.stderr)[-3000:]}")
-
-
 def python(name: str) -> Path:
     """The interpreter of environment ``name``, building the environment first if needed."""
     reqs = requirements(name)
-    folder = _root() / f"{name}-{_key(reqs)}"
-    if _ready(folder, reqs):
-        return folder / "bin" / "python"
-    with _locked(folder.with_suffix(".lock")):
-        if not _ready(folder, reqs):  # else another run built it while we waited
-            started = time.monotonic()
-            shutil.rmtree(folder, ignore_errors=True)  # a half-built one from an interrupted run
-            _run([sys.executable, "-m", "venv", str(folder)], 120)
-            pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-            _run([*pip, *reqs], 1800)
-            marker = {"requires": reqs, "built_in_s": round(time.monotonic() - started, 1)}
-            (folder / _MARKER).write_text(json.dumps(marker))
+    folder = folder_for(_root(), name, reqs)
+    ensure(folder, reqs, install_timeout_s=1800)
     return folder / "bin" / "python"
 
 
@@ -161,7 +113,7 @@ def versions(name: str, packages: list[str]) -> dict[str, str]:
         [str(python(name)), "-c", code, *packages],
         capture_output=True,
         text=True,
-        env=_clean_env(),
+        env=clean_env(),
         check=True,
     )
     return dict(json.loads(out.stdout))

@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ch_server import ClickHouseServer
+from ch_server import CLUSTER, ClickHouseServer
 from reach_collector.store.clickhouse import ClickHouseStore, parse_clickhouse_url
 from reach_collector.store.clickhouse.chdb_backend import ChdbBackend
 from reach_collector.store.clickhouse.driver import StoreError
 from reach_collector.store.clickhouse.migrate import SCHEMA_VERSION
 from reach_collector.store.clickhouse.schema import HOUR_NS, SCHEMA_VERSION_DDL, TABLES, Layout
+from reach_collector.store.duckdb_store import TraceFilter
 
 pytest.importorskip("clickhouse_driver")
 
@@ -63,12 +64,12 @@ def test_created_on_current_clickhouse(tmp_path: Path) -> None:
         store.close()
 
 
-def _version_1(execute, db: str) -> None:
-    """A database as a development build left it: schema version 1, the span table and the trace
-    lookup partitioned and ordered by the spans' start time."""
+def _version_1(execute, db: str, cluster: str | None = None) -> None:
+    """A database (or one shard's) as a development build left it: schema version 1, the span
+    table and the trace lookup partitioned and ordered by the spans' start time."""
     execute(f"CREATE DATABASE IF NOT EXISTS {db}")
     execute(SCHEMA_VERSION_DDL.format(db=db))
-    for statement in Layout(db).table_ddl():
+    for statement in Layout(db, cluster).table_ddl():
         execute(statement.replace("intDiv(end_ns", "intDiv(start_ns").replace("end_hour", "start_hour"))
     execute(f"INSERT INTO {db}.schema_version (version, description, applied_ns) SELECT 1, 'v1', 0")
 
@@ -83,31 +84,40 @@ def _span_request(start_ns: int, end_ns: int) -> bytes:
     return req.SerializeToString()
 
 
-def _upgrade_checks(store: ClickHouseStore, execute, db: str) -> None:
+def _upgrade_checks(store: ClickHouseStore, executes: list, db: str, local: str = "") -> None:
+    """Every shard at the latest version, and a span written after the upgrade stored by its end
+    time (in ``spans{local}`` on the shard that holds it) and read back."""
     from reach_collector.ingest.decode import PROTOBUF, parse
     from reach_collector.ingest.rows import flatten
 
-    assert [v for (v,) in execute(f"SELECT version FROM {db}.schema_version ORDER BY version")] == [
-        *range(1, SCHEMA_VERSION + 1)
-    ]
+    for execute in executes:
+        versions = execute(f"SELECT version FROM {db}.schema_version ORDER BY version")
+        assert [v for (v,) in versions] == [*range(1, SCHEMA_VERSION + 1)]
     # A span from one hour to the next lands in its end's hour: the window queries' partitions.
     start = 1_700_000_000 * 10**9
     start -= start % HOUR_NS
     batch = flatten(parse(_span_request(start + HOUR_NS // 2, start + HOUR_NS * 3 // 2), PROTOBUF))
     store.write(batch.table, batch.parts)
     for table in ("spans", "traces"):
-        parts = execute(
-            f"SELECT DISTINCT partition FROM system.parts WHERE database = '{db}' AND table = '{table}'"
-        )
-        assert [str(p).strip("'") for (p,) in parts] == [str(start // HOUR_NS + 1)]
+        where = f"database = '{db}' AND table = '{table}{local}' AND active"
+        parts = [
+            p for ex in executes for (p,) in ex(f"SELECT DISTINCT partition FROM system.parts WHERE {where}")
+        ]
+        assert [str(p).strip("'") for p in parts] == [str(start // HOUR_NS + 1)]
     assert [s["name"] for s in store.trace_spans("01" * 16) or ()] == ["long"]
+    found = store.search(TraceFilter(since_ns=start, limit=10))
+    assert [(t["trace_id"], t["span_count"]) for t in found] == [("01" * 16, 1)]
+    columns = {
+        c for ex in executes for (c,) in ex(f"SELECT name FROM system.columns WHERE database = '{db}'")
+    }
+    assert "end_hour" in columns and "start_hour" not in columns  # the Distributed tables' too
 
 
 def test_empty_version_1_database_upgraded_on_18_16(clickhouse: ClickHouseServer, ch_database: str) -> None:
     _version_1(clickhouse.execute, ch_database)
     store = ClickHouseStore(clickhouse.url(ch_database))
     try:
-        _upgrade_checks(store, clickhouse.execute, ch_database)
+        _upgrade_checks(store, [clickhouse.execute], ch_database)
     finally:
         store.close()
 
@@ -118,7 +128,19 @@ def test_empty_version_1_database_upgraded_on_current_clickhouse(tmp_path: Path)
     _version_1(backend.execute, "reach")
     store = ClickHouseStore(parse_clickhouse_url("clickhouse://localhost/reach"), backend=backend)
     try:
-        _upgrade_checks(store, backend.execute, "reach")
+        _upgrade_checks(store, [backend.execute], "reach")
+    finally:
+        store.close()
+
+
+def test_empty_version_1_cluster_upgraded_on_every_shard(
+    clickhouse_cluster: list[ClickHouseServer], ch_database: str
+) -> None:
+    for server in clickhouse_cluster:
+        _version_1(server.execute, ch_database, CLUSTER)
+    store = ClickHouseStore(clickhouse_cluster[0].url(ch_database, cluster=CLUSTER))
+    try:
+        _upgrade_checks(store, [s.execute for s in clickhouse_cluster], ch_database, "_local")
     finally:
         store.close()
 

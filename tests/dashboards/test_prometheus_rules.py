@@ -40,7 +40,7 @@ def test_promtool_unit_tests_pin_the_alert_timing(prom_tools: PromTools) -> None
 
 def test_amtool_checks_the_alertmanager_example(prom_tools: PromTools) -> None:
     out = _run(prom_tools.amtool, "check-config", str(ALERTMANAGER))
-    assert "SUCCESS" in out and "1 inhibit rules" in out and "4 receivers" in out
+    assert "SUCCESS" in out and "1 inhibit rules" in out and "5 receivers" in out
 
 
 @pytest.mark.parametrize(
@@ -73,6 +73,15 @@ _EDGE = ["source=TriageAgent", "target=BillingAgent", "agent=BillingAgent"]
             "front-line",
         ),
         (["alertname=ReachSuccessRateLow", "severity=P0", "agent=BillingAgent"], "on-call"),
+        # An agent's budget, spent, pages its owner; unowned, its severity's route; the projection
+        # (severity warning) and drift events (info) page nobody, as in the collector.
+        (["alertname=AgentBudget", "severity=P1", "agent=BillingAgent"], "billing-owner"),
+        (["alertname=AgentBudget", "severity=P1", "agent=TechAgent"], "front-line"),
+        (["alertname=AgentBudgetProjected", "severity=warning", "agent=BillingAgent"], "nobody"),
+        (
+            ["alertname=ReachTopologyChanged", "severity=info", "source=TriageAgent", "target=BillingAgent"],
+            "nobody",
+        ),
     ],
 )
 def test_edge_slo_routes_to_the_owner_of_its_target(

@@ -3,6 +3,7 @@ routers, auth."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -34,8 +35,11 @@ from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
 from reach_collector.store.alert_history import DuckDBHistory
 from reach_collector.store.base import TraceStore
+from reach_collector.store.clickhouse.driver import StoreError
 from reach_collector.store.open import open_store
 from reach_collector.store.unavailable import StoreUnavailable
+
+log = logging.getLogger("reach_collector")
 
 
 def create_app(
@@ -148,8 +152,24 @@ def create_app(
     app.include_router(oncall_router(engine))
     app.include_router(ui.ui_router())
     app.add_exception_handler(StoreUnavailable, _store_unavailable)
+    app.add_exception_handler(StoreError, _store_refused)
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
     return app
+
+
+async def _store_refused(request: Request, exc: Exception) -> JSONResponse:
+    """A read the store refused for a reason retrying will not change — a query it rejects, which
+    is a bug of ours, not of the request (bad input is answered 4xx before any query): 500 with what
+    the store said (never a password, see driver), logged once without a traceback."""
+    log.error("the trace store refused the query of %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        {
+            "detail": f"the trace store refused the query (a bug in reach-otel; please report it): {exc}"[
+                :2000
+            ]
+        },
+        status_code=500,
+    )
 
 
 async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:

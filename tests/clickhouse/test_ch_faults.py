@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 from ch_collectors import CollectorProcess, post, start_in_process
 from ch_server import ClickHouseServer
 from ch_spans import make_request
@@ -85,3 +86,28 @@ def test_kill_9_after_acks_loses_nothing(clickhouse: ClickHouseServer, ch_databa
         assert body["span_count"] > 0
     finally:
         again.stop()
+
+
+def test_a_query_clickhouse_refuses_is_a_500_that_says_so(
+    clickhouse: ClickHouseServer, ch_database: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not an outage: the server refuses the query for good (here the trace lookup was dropped
+    under the collector). The answer is a JSON 500 naming what ClickHouse said — not a bare
+    "Internal Server Error" — and one log line; reads that do not need the table still answer."""
+    db = clickhouse.url(ch_database)
+    collector = start_in_process(ClickHouseStore(db), db)
+    try:
+        body, ids = make_request(time.time_ns(), traces=3, seed=5)
+        assert collector.post(body).status_code == 200
+        clickhouse.execute(f"DROP TABLE {ch_database}.traces_mv")
+        clickhouse.execute(f"DROP TABLE {ch_database}.traces")
+        with caplog.at_level("ERROR", logger="reach_collector"):
+            for path in ("/api/traces", f"/api/traces/{ids[0]}"):
+                response = collector.get(path)
+                assert response.status_code == 500, (path, response.text)
+                detail = response.json()["detail"]
+                assert "refused the query" in detail and "traces" in detail, detail
+        assert [r.getMessage() for r in caplog.records if "refused the query" in r.getMessage()]
+        assert collector.get("/api/metrics/golden", window="5m").status_code == 200
+    finally:
+        collector.close()

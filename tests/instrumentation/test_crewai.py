@@ -378,6 +378,57 @@ def test_under_reach_otel_run_an_app_without_init_is_traced_all_the_same(
     ]
 
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "crewai_crew" / "app.py"
+
+
+def test_the_crewai_example_is_one_trace_under_reach_otel_run(
+    crewai_python: Path, collector: CollectorProcess, tmp_path: Path
+) -> None:
+    """examples/crewai_crew as its README runs it: no tracing code, started by ``reach-otel run``,
+    its own fake LLM; the kickoff is one trace with the handoffs and the model calls under their
+    agents."""
+    variables = {k: v for k, v in app_env().items() if not k.startswith("CREWAI_")}  # the app sets its own
+    variables.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="200", HOME=str(tmp_path)
+    )
+    launcher = [str(crewai_python), "-m", "reach_otel", "run", "--service-name", "billing-crew", "--"]
+    out = subprocess.run(
+        [*launcher, str(crewai_python), str(EXAMPLE)],
+        env=variables,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert out.stdout.startswith("answer: echo: "), out.stdout[-2000:]
+    (listed,) = collector.wait_traces(1, service="billing-crew")
+    spans = fetch(collector, listed["trace_id"], lambda t: len(t["spans"]) >= 15)["spans"]
+    (root,) = [s for s in spans if s["parent_span_id"] is None]
+    assert root["name"] == "invoke_workflow billing_crew"
+    flow = [s["name"] for s in spans if s["name"].startswith(("invoke_agent", "handoff"))]
+    assert flow == [
+        "invoke_agent Researcher",
+        "invoke_agent Writer",
+        "handoff Researcher",
+        "invoke_agent Researcher",
+        "handoff Researcher",
+        "invoke_agent Researcher",
+    ]
+    handoffs = named(spans, "handoff Researcher")
+    assert [(attr(h, sc.REACH_HANDOFF_MODE), attr(h, sc.REACH_HOP_COUNT)) for h in handoffs] == [
+        ("delegate", 1),
+        ("consult", 2),
+    ]
+    assert all(
+        parent(spans, t)["name"] == "invoke_agent Researcher"
+        for t in named(spans, "execute_tool lookup_invoice")
+    )
+    chats = named(spans, "chat fake-model")
+    assert len(chats) == 8 and all(parent(spans, c)["name"].startswith("invoke_agent ") for c in chats)
+    assert all(attr(c, sc.GEN_AI_USAGE_INPUT_TOKENS) > 0 for c in chats)
+
+
 def test_with_capture_on_tools_agents_and_chats_carry_their_content(
     strict: dict[str, Any], collector: CollectorProcess
 ) -> None:

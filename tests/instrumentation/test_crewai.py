@@ -64,6 +64,13 @@ def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorPro
         yield process
 
 
+def run_ok(command: list[str], variables: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run an app in the CrewAI environment to its end; it must succeed."""
+    out = subprocess.run(command, env=variables, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out
+
+
 def run_app(
     python: Path,
     collector: CollectorProcess,
@@ -83,15 +90,7 @@ def run_app(
         **env,
     )
     with FakeLLMServer() as llm:
-        out = subprocess.run(
-            [*run, str(python), str(APP), llm.openai_base_url, *scenarios],
-            env=variables,
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert out.returncode == 0, out.stderr[-4000:]
+        out = run_ok([*run, str(python), str(APP), llm.openai_base_url, *scenarios], variables, work)
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     found = {line.get("scenario", "start"): line for line in lines}
     assert set(found) == {"start", *scenarios}, out.stdout[-2000:]
@@ -392,15 +391,7 @@ def test_the_crewai_example_is_one_trace_under_reach_otel_run(
         OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="200", HOME=str(tmp_path)
     )
     launcher = [str(crewai_python), "-m", "reach_otel", "run", "--service-name", "billing-crew", "--"]
-    out = subprocess.run(
-        [*launcher, str(crewai_python), str(EXAMPLE)],
-        env=variables,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
+    out = run_ok([*launcher, str(crewai_python), str(EXAMPLE)], variables, tmp_path)
     assert out.stdout.startswith("answer: echo: "), out.stdout[-2000:]
     (listed,) = collector.wait_traces(1, service="billing-crew")
     spans = fetch(collector, listed["trace_id"], lambda t: len(t["spans"]) >= 15)["spans"]

@@ -145,6 +145,23 @@ def test_empty_version_1_cluster_upgraded_on_every_shard(
         store.close()
 
 
+def test_version_1_cluster_with_spans_on_one_shard_refused_on_every_shard(
+    clickhouse_cluster: list[ClickHouseServer], ch_database: str
+) -> None:
+    first, second = clickhouse_cluster
+    for server in clickhouse_cluster:
+        _version_1(server.execute, ch_database, CLUSTER)
+    second.execute(
+        f"INSERT INTO {ch_database}.spans_local (trace_id, span_id, start_ns, end_ns) SELECT 't', 's', 1, 2"
+    )
+    with pytest.raises(StoreError, match=r"holds 1 spans in schema version 1"):
+        ClickHouseStore(first.url(ch_database, cluster=CLUSTER))
+    for server in clickhouse_cluster:  # neither shard changed: no half-upgraded cluster
+        assert server.execute(f"SELECT max(version) FROM {ch_database}.schema_version") == [(1,)]
+        columns = server.execute(f"SELECT name FROM system.columns WHERE database = '{ch_database}'")
+        assert ("start_hour",) in columns and ("end_hour",) not in columns
+
+
 def test_version_1_database_with_spans_refused_untouched(
     clickhouse: ClickHouseServer, ch_database: str
 ) -> None:

@@ -57,8 +57,9 @@ def _spans_by_end_time(execute: Execute, layout: Layout, where: str) -> None:
     its span tables made anew; one holding spans is refused with the way to copy them, rather than
     copied here, where a second collector starting at once would copy them twice."""
     db = layout.database
-    spans = layout.q(layout.local("spans"))
-    (held,) = execute(f"SELECT count() FROM {spans}")[0]
+    # In a cluster, through the Distributed table: every shard's spans, so the first shard refuses
+    # before any has changed.
+    (held,) = execute(f"SELECT count() FROM {layout.q('spans')}")[0]
     if int(held):
         raise StoreError(
             f"{where}: database {db} holds {int(held):,} spans in schema version 1 (ordered by start "

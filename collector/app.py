@@ -162,14 +162,8 @@ async def _store_refused(request: Request, exc: Exception) -> JSONResponse:
     is a bug of ours, not of the request (bad input is answered 4xx before any query): 500 with what
     the store said (never a password, see driver), logged once without a traceback."""
     log.error("the trace store refused the query of %s %s: %s", request.method, request.url.path, exc)
-    return JSONResponse(
-        {
-            "detail": f"the trace store refused the query (a bug in reach-otel; please report it): {exc}"[
-                :2000
-            ]
-        },
-        status_code=500,
-    )
+    detail = f"the trace store refused the query (a bug in reach-otel; please report it): {exc}"
+    return JSONResponse({"detail": detail[:2000]}, status_code=500)
 
 
 async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:

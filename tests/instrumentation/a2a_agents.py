@@ -1,6 +1,7 @@
 """A2A agents for test_a2a.py: real ``a2a-sdk`` servers under uvicorn, steered by the message text.
 
-    python a2a_agents.py serve NAME PORT     # the agent NAME (its AgentCard name) on 127.0.0.1:PORT
+    python a2a_agents.py serve NAME PORT       # the agent NAME (its AgentCard name) on 127.0.0.1:PORT
+    python a2a_agents.py serve-grpc NAME PORT  # the same over A2A's gRPC binding
 
 The server calls ``reach_otel.init()`` (spans to ``OTEL_EXPORTER_OTLP_ENDPOINT``). ``A2A_PEERS``
 names the other agents (``triage=http://127.0.0.1:P,billing=...``). ``A2A_TEST_EXPLODE=1`` makes
@@ -77,15 +78,25 @@ def _record(reply: Reply, event: Any) -> None:
 
 
 async def send(
-    url: str,
+    url: str | AgentCard,
     text: str,
     *,
     stream: bool = False,
     timeout: float | None = None,
     context_id: str | None = None,
 ) -> Reply:
-    """Send one message to the agent at ``url`` (its card fetched first) and collect the answer."""
-    client = await create_client(url, ClientConfig(streaming=stream))
+    """Send one message to the agent at ``url`` (its card fetched first) or of a card (a gRPC
+    agent's: it serves no HTTP to fetch one from), and collect the answer."""
+    config = ClientConfig(streaming=stream)
+    if isinstance(url, AgentCard):
+        import grpc
+
+        config = ClientConfig(
+            streaming=stream,
+            supported_protocol_bindings=["GRPC"],
+            grpc_channel_factory=grpc.aio.insecure_channel,
+        )
+    client = await create_client(url, config)
     reply = Reply()
     try:
         message = new_text_message(text, role=Role.ROLE_USER, context_id=context_id)
@@ -181,17 +192,14 @@ class ScriptedAgent(AgentExecutor):
         return None
 
 
-def card(name: str, port: int, version: str = "1.0") -> AgentCard:
+def card(name: str, port: int, version: str = "1.0", binding: str = "JSONRPC") -> AgentCard:
+    url = f"127.0.0.1:{port}" if binding == "GRPC" else f"http://127.0.0.1:{port}/"
     return AgentCard(
         name=name,
         description=f"the {name} test agent",
         version="1.0",
         capabilities=AgentCapabilities(streaming=True),
-        supported_interfaces=[
-            AgentInterface(
-                protocol_binding="JSONRPC", protocol_version=version, url=f"http://127.0.0.1:{port}/"
-            )
-        ],
+        supported_interfaces=[AgentInterface(protocol_binding=binding, protocol_version=version, url=url)],
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="answer", name="answer", description="answers", tags=["test"])],
@@ -234,8 +242,34 @@ def serve(name: str, port: int) -> None:
     uvicorn.run(build_app(name, port, legacy=legacy), host="127.0.0.1", port=port, log_level="warning")
 
 
+def serve_grpc(name: str, port: int) -> None:
+    """The agent over A2A's gRPC binding (grpc.aio), with no HTTP server at all."""
+    import grpc
+    from a2a.server.request_handlers import GrpcHandler
+    from a2a.types import a2a_pb2_grpc
+
+    import reach_otel
+
+    reach_otel.init(service_name=f"{name.lower()}-agent")
+    agent_card = card(name, port, binding="GRPC")
+    handler = DefaultRequestHandler(
+        agent_executor=ScriptedAgent(name), task_store=InMemoryTaskStore(), agent_card=agent_card
+    )
+
+    async def main() -> None:
+        server = grpc.aio.server()
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
         serve(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["serve-grpc"]:
+        serve_grpc(sys.argv[2], int(sys.argv[3]))
     else:
         sys.exit(__doc__)

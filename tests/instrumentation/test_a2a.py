@@ -10,8 +10,10 @@ spans in a per-test recorder. The example under ``reach-otel run`` goes to a rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -25,6 +27,7 @@ import httpx
 import pytest
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.types import a2a_pb2
+from a2a.types.a2a_pb2 import AgentCard
 from a2a.utils.errors import InternalError
 from collector_process import CollectorProcess, free_port
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -64,6 +67,7 @@ SDK_SCOPE = "a2a-python-sdk"
 class Mesh:
     sink: OtlpSink
     urls: dict[str, str]
+    grpc_port: int  # the Ledger agent, over A2A's gRPC binding only
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -84,6 +88,17 @@ def wait_card(url: str, proc: subprocess.Popen[Any], timeout: float = 60) -> Non
             pass
         time.sleep(0.1)
     raise RuntimeError(f"agent at {url} did not start")
+
+
+def wait_port(port: int, proc: subprocess.Popen[Any], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"agent on port {port} exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"agent on port {port} did not start")
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +130,19 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
                         stdout=log,
                         stderr=subprocess.STDOUT,
                     )
-            for key, proc in procs.items():
-                wait_card(urls[key], proc)
-            yield Mesh(sink, urls)
+            grpc_port = free_port()
+            with open(logs / "grpc.log", "wb") as log:
+                procs["grpc"] = subprocess.Popen(
+                    [sys.executable, str(HERE / "a2a_agents.py"), "serve-grpc", "Ledger", str(grpc_port)],
+                    cwd=HERE,
+                    env=base,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            for key in AGENTS:
+                wait_card(urls[key], procs[key])
+            wait_port(grpc_port, procs["grpc"])
+            yield Mesh(sink, urls, grpc_port)
         finally:
             for proc in procs.values():
                 proc.terminate()
@@ -208,7 +233,9 @@ def caller(rec: Recorder) -> Iterator[Recorder]:
     instrumentor.uninstrument()
 
 
-def ask(url: str, text: str, *, stream: bool = False, timeout: float | None = None) -> a2a_agents.Reply:
+def ask(
+    url: str | AgentCard, text: str, *, stream: bool = False, timeout: float | None = None
+) -> a2a_agents.Reply:
     @reach_otel.agent(name="Desk")
     async def desk() -> a2a_agents.Reply:
         return await a2a_agents.send(url, text, stream=stream, timeout=timeout)
@@ -297,6 +324,31 @@ def test_one_trace_across_two_agent_processes(mesh: Mesh, caller: Recorder, stre
     assert not [s for s in spans if s["scope"] == SDK_SCOPE]  # the SDK's own spans gave way to ours
     assert not [s for s in spans if s["name"].startswith("POST")]  # no HTTP span beside the A2A ones
     assert not [s for s in caller.spans if s.name.startswith(("a2a.", "POST"))]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+def test_one_trace_across_a2a_over_grpc(mesh: Mesh, caller: Recorder, stream: bool) -> None:
+    """The gRPC binding: the client's transport sends our trace headers as request metadata, and
+    the server continues them from there (it has no HTTP headers) — hop state and all."""
+    method = "message/stream" if stream else "message/send"
+    ledger = a2a_agents.card("Ledger", mesh.grpc_port, binding="GRPC")
+    reply = ask(ledger, "what is my balance", stream=stream)
+    assert (reply.state, reply.text) == ("completed", "echo: what is my balance")
+
+    handoff = caller.one("handoff Ledger")
+    client = caller.one(method)
+    assert client.kind == SpanKind.CLIENT and client.parent is not None
+    assert client.parent.span_id == handoff.context.span_id
+    assert handoff.attributes["reach.handoff.status"] == "committed"
+    spans = trace_spans(mesh.sink, hex_trace(client), has(method, "invoke_agent Ledger", "chat fake-model"))
+    server = one(spans, method, "ledger-agent")
+    assert server["kind"] == "SERVER" and server["parent"] == hex_span(client)
+    assert server["attributes"]["rpc.system"] == "grpc"
+    assert server["attributes"]["a2a.task.id"] == reply.task_id
+    agent = one(spans, "invoke_agent Ledger")
+    assert agent["parent"] == server["span_id"]
+    assert agent["attributes"]["reach.hop.count"] == 1  # the hop state came in the baggage
+    assert one(spans, "chat fake-model")["parent"] == agent["span_id"]
 
 
 def test_a_ping_pong_across_agents_is_a_loop(mesh: Mesh, caller: Recorder) -> None:
@@ -408,6 +460,8 @@ def test_the_legacy_handler_and_the_0_3_protocol(mesh: Mesh, caller: Recorder, s
     spans = trace_spans(mesh.sink, hex_trace(client), has(method, "invoke_agent Legacy", "chat fake-model"))
     server = one(spans, method, "legacy-agent")
     assert server["kind"] == "SERVER" and server["parent"] == hex_span(client)
+    assert server["attributes"]["rpc.system"] == "grpc"
+    assert server["attributes"]["a2a.task.id"] == reply.task_id
     assert server["attributes"]["rpc.method"] == method  # the 0.3 wire name: the compat transport sent it
     assert server["attributes"]["a2a.task.id"] == reply.task_id
     assert server["attributes"]["a2a.task.state"] == "completed"

@@ -142,12 +142,17 @@ def result_attributes(found: Facts) -> Iterator[tuple[str, Any]]:
 
 
 def wire_attributes(call_context: Any) -> Iterator[tuple[str, Any]]:
-    """``rpc.system`` / ``rpc.method`` of a server request that came over JSON-RPC (the method as sent)."""
+    """``rpc.system`` / ``rpc.method`` of a server request that came over JSON-RPC (the method as
+    sent); ``rpc.system`` ``grpc`` for one over the gRPC binding."""
     state = getattr(call_context, "state", None)
-    method = state.get("method") if isinstance(state, Mapping) else None
+    if not isinstance(state, Mapping):
+        return
+    method = state.get("method")
     if isinstance(method, str) and method:
         yield sc.RPC_SYSTEM, "jsonrpc"
         yield sc.RPC_METHOD, method
+    elif state.get("grpc_context") is not None:
+        yield sc.RPC_SYSTEM, "grpc"
 
 
 def card_name(card: Any) -> str | None:

@@ -5,8 +5,9 @@ same ``on_*`` methods, which its own telemetry decorates), so those are wrapped.
 request already has a server span (reach_otel's Starlette instrumentation, FastAPI's own, or
 another), that span *is* the A2A request's: it is renamed ``{a2a.method.name}`` and given the A2A
 attributes, never a second SERVER span. Otherwise ours is made, its parent taken from the request
-headers the SDK keeps in ``ServerCallContext.state["headers"]`` (traceparent and baggage with the
-caller's hop state and session ids).
+headers the SDK keeps in ``ServerCallContext.state["headers"]`` — over gRPC, from the request's
+metadata (``state["grpc_context"]``), where the client's transport puts the same headers
+(traceparent and baggage with the caller's hop state and session ids).
 """
 
 from __future__ import annotations
@@ -33,12 +34,26 @@ def _http_server_span(span: Span) -> bool:
 
 
 def _caller_context(call_context: Any, ctx: otel_context.Context) -> otel_context.Context:
-    """The caller's context from the request headers the SDK kept, when nothing continued it yet."""
+    """The caller's context from the request headers the SDK kept (or, over gRPC, the request's
+    metadata), when nothing continued it yet."""
     if trace.get_current_span(ctx).get_span_context().is_valid:
         return ctx
     state = getattr(call_context, "state", None)
-    headers = state.get("headers") if isinstance(state, Mapping) else None
-    return extract_context(headers, ctx) if isinstance(headers, Mapping) else ctx
+    if not isinstance(state, Mapping):
+        return ctx
+    headers = state.get("headers")
+    if not isinstance(headers, Mapping):
+        headers = _grpc_metadata(state.get("grpc_context"))
+    return extract_context(headers, ctx) if headers else ctx
+
+
+def _grpc_metadata(grpc_context: Any) -> dict[str, str] | None:
+    """The text entries of a gRPC request's metadata: the gRPC binding keeps the ServicerContext in
+    ``state["grpc_context"]``, not headers; the client's transport sent our trace headers there."""
+    read = getattr(grpc_context, "invocation_metadata", None)
+    if read is None:
+        return None
+    return {str(key): value for key, value in read() or () if isinstance(value, str)}
 
 
 @safe

@@ -12,6 +12,7 @@ from ch_collectors import CollectorProcess, post
 from ch_server import PASSWORD_USER, TEST_PASSWORD, ClickHouseServer
 from ch_spans import make_request
 from collector_process import free_port
+from reach_collector.store.clickhouse.schema import SCHEMA_VERSION
 
 
 def _run(db: str, env: dict[str, str] | None = None) -> tuple[int, str, float]:
@@ -60,6 +61,7 @@ def test_startup_line_never_shows_the_password(clickhouse: ClickHouseServer, ch_
         assert TEST_PASSWORD not in output
         expected = f"clickhouse://{PASSWORD_USER}@127.0.0.1:{clickhouse.tcp_port}/{ch_database} (ClickHouse "
         assert f"reach-otel collector data: {expected}" in output, output
+        assert f", schema {SCHEMA_VERSION})" in output, output
 
 
 def test_help_names_clickhouse() -> None:

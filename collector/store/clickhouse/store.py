@@ -29,6 +29,7 @@ from reach_collector.store.clickhouse.schema import (
     HOUR_NS,
     INSERT_COLUMNS,
     KV_COLUMNS,
+    SCHEMA_VERSION,
     SPAN_TYPES,
     Layout,
 )
@@ -105,9 +106,9 @@ class ClickHouseStore:
 
     def describe(self) -> str:
         """Where the data lives, for the startup line: the URL without its password, the server's
-        version, and in a cluster how many servers hold the shards."""
+        version, the schema's, and in a cluster how many servers hold the shards."""
         servers = f", cluster {self.url.cluster} of {len(self._shards)} servers" if self.url.cluster else ""
-        return f"{self.where} (ClickHouse {self.server_version}{servers})"
+        return f"{self.where} (ClickHouse {self.server_version}, schema {SCHEMA_VERSION}{servers})"
 
     @classmethod
     def in_process(cls, path: str | Path, database: str = "reach") -> ClickHouseStore:

@@ -84,3 +84,46 @@ def test_page_rows_are_the_collectors_nested_roots(start_console, page: Page) ->
     assert rows == expected
     # The page shows that tree: one row element per span line, named as the span.
     assert page.js("document.querySelector('.wf-count').textContent") == "290 of 290"
+
+
+AXIS = """(() => {
+  const axis = document.querySelector('.wf-axis').getBoundingClientRect();
+  const ticks = [...document.querySelectorAll('.wf-axis .tick')].map((el) => {
+    const b = el.getBoundingClientRect();
+    return {left: b.left, right: b.right, text: el.textContent};
+  });
+  const found = [];
+  ticks.forEach((a, i) => {
+    const b = ticks[i + 1];
+    if (b && a.right > b.left) found.push(`${a.text} on ${b.text}`);
+    // (the first label sits 2 px before its gridline, at the lane's start)
+    if (a.left < axis.left - 3 || a.right > axis.right) found.push(`${a.text} outside the axis`);
+  });
+  return {found, ticks: ticks.map((t) => t.text)};
+})()"""
+
+
+def test_the_time_axis_labels_keep_apart_and_inside(start_console, page: Page) -> None:
+    """Whatever the trace's length, the axis labels neither overlap nor leave the axis: a tick at
+    the very end (203 ms: one at 200 ms) has its gridline but no label."""
+    console = start_console()
+    for k, duration_ms in enumerate((203, 237, 1000, 95.5, 2)):
+        trace = f"a715{k:04x}" + "cd" * 12
+        end = T0 + int(duration_ms * 1e6)
+        spans = [
+            {
+                "traceId": trace,
+                "spanId": f"{k + 1:016x}",
+                "name": "root",
+                "kind": 1,
+                "startTimeUnixNano": str(T0),
+                "endTimeUnixNano": str(end),
+                "attributes": attributes({sc.GEN_AI_OPERATION_NAME: sc.OP_TOOL}),
+                "status": {"code": 1},
+            }
+        ]
+        post(console.url, request(spans))
+        goto_ready(page, f"{console.url}/ui/trace/{trace}")
+        result = page.js(AXIS)
+        assert result["found"] == [], (duration_ms, result)
+        assert result["ticks"][0] == "0 ms" and len(result["ticks"]) >= 3, (duration_ms, result)

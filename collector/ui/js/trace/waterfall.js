@@ -90,10 +90,13 @@ export class Waterfall {
     this.grid.replaceChildren();
     for (let t = 0; t <= this.total + step * 1e-9; t += step) {
       const left = `${(t / this.total) * 100}%`;
-      const tick = h("span", { class: "tick", text: fmt.duration(t) });
-      tick.style.left = left;
-      if (t / this.total > 0.94) tick.classList.add("end");
-      this.axis.append(tick);
+      // A tick at the very end gets its gridline but no label: a label there would run past the
+      // lane, or, pulled back inside it, onto the label before (the total is in the header).
+      if (t / this.total <= 0.94) {
+        const tick = h("span", { class: "tick", text: fmt.duration(t) });
+        tick.style.left = left;
+        this.axis.append(tick);
+      }
       const line = h("span", { class: "gridline" });
       line.style.left = left;
       this.grid.append(line);

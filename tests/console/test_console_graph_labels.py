@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from cdp import Page
 from console_helpers import goto_ready
+from traffic import attributes, post, request
+
+from reach_otel import semconv as sc
 
 
 def _edge(source: str, target: str, handoffs: int, committed: int, inferred: int = 0, loops: int = 0) -> Any:
@@ -84,8 +87,8 @@ TOPOLOGIES = {
 }
 
 # Rendered boxes (user units of the SVG) of every edge label and every agent box, and what collides.
-MEASURE = """(() => {
-  const svg = document.getElementById('topology-graph');
+MEASURE = """((id) => {
+  const svg = document.getElementById(id);
   const vb = svg.viewBox.baseVal;
   const labels = [...svg.querySelectorAll('.edge-label')].map((el) => {
     const b = el.getBBox();
@@ -106,7 +109,7 @@ MEASURE = """(() => {
     }
   });
   return {found, labels: labels.length, edges: svg.querySelectorAll('.edge').length};
-})()"""
+})"""
 
 
 @pytest.mark.parametrize("name", list(TOPOLOGIES))
@@ -120,6 +123,68 @@ def test_edge_labels_keep_off_each_other_and_the_agents(start_console, page: Pag
     console.app.router.routes[:0] = stand_in.routes
     goto_ready(page, console.url + "/ui/topology")
     assert page.events.errors == []
-    result = page.js(MEASURE)
+    result = page.js(f"{MEASURE}('topology-graph')")
     assert result["labels"] == result["edges"] == len(topology["edges"])
+    assert result["found"] == []
+
+
+def _ping_pong(trace_id: str, handoffs: int) -> list[Any]:
+    """A workflow whose two agents hand the request back and forth ``handoffs`` times: the trace
+    page's graph is then two boxes side by side, with a label on each edge between them."""
+    t0, ms = 1_800_000_000_000_000_000, 1_000_000
+
+    def span(n: int, parent: int | None, name: str, attrs: dict[str, Any]) -> Any:
+        out = {
+            "traceId": trace_id,
+            "spanId": f"{n:016x}",
+            "name": name,
+            "kind": 1,
+            "startTimeUnixNano": str(t0 + n * ms),
+            "endTimeUnixNano": str(t0 + (200 - n) * ms),
+            "attributes": attributes(attrs),
+            "status": {"code": 1},
+        }
+        if parent is not None:
+            out["parentSpanId"] = f"{parent:016x}"
+        return out
+
+    agents = ("TriageAgent", "BillingAgent")
+    spans = [span(1, None, "invoke_workflow support_turn", {sc.GEN_AI_OPERATION_NAME: sc.OP_WORKFLOW})]
+    parent = 1
+    for hop in range(handoffs + 1):
+        agent, n = agents[hop % 2], 2 * hop + 2
+        spans.append(
+            span(
+                n,
+                parent,
+                f"invoke_agent {agent}",
+                {sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: agent},
+            )
+        )
+        if hop == handoffs:
+            break
+        target = agents[(hop + 1) % 2]
+        handoff = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_HANDOFF,
+            sc.REACH_HANDOFF_SOURCE: agent,
+            sc.REACH_HANDOFF_TARGET: target,
+            sc.REACH_HANDOFF_STATUS: "committed",
+            sc.REACH_HOP_COUNT: hop + 1,
+            sc.REACH_LOOP_DETECTED: hop >= 2,  # the labels then carry the loop mark too
+        }
+        spans.append(span(n + 1, n, f"handoff {target}", handoff))
+        parent = n + 1
+    return spans
+
+
+def test_the_trace_pages_graph_labels_keep_off_the_agents(start_console, page: Page) -> None:
+    """Two agents side by side, closer than a label is wide: the label goes above the pair rather
+    than onto the boxes (what the demo's ping-pong trace looks like)."""
+    console = start_console()
+    trace_id = "9a9e" + "ef" * 14
+    post(console.url, request(_ping_pong(trace_id, 7)))
+    goto_ready(page, f"{console.url}/ui/trace/{trace_id}")
+    assert page.events.errors == []
+    result = page.js(f"{MEASURE}('agent-graph')")
+    assert result["labels"] == result["edges"] == 2
     assert result["found"] == []

@@ -242,6 +242,10 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       const mid = (x1 + x2) / 2;
       p = [[x1, y1], [mid, y1], [mid, y2], [x2 - 1, y2]];
       spots = alongCurve(p);
+      // Where the gap between the columns is narrower than the label: above the pair, else below.
+      const above = Math.min(a.y, b.y) - LABEL_DOWN - LABEL_PAD - 2;
+      const below = Math.max(a.y, b.y) + NODE_H + LABEL_UP + LABEL_PAD + 2;
+      spots.push([mid, above, "middle"], [mid, above - 15, "middle"], [mid, below, "middle"]);
     } else if (lx(e) === ls(e)) {
       const x = a.x + NODE_W;
       const y1 = a.y + NODE_H / 2 + 6;

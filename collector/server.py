@@ -13,6 +13,7 @@ from dataclasses import replace
 from types import FrameType
 from typing import TextIO
 
+from reach_collector.alerting.rules import _fmt_window
 from reach_collector.config import Settings, check_bind
 
 
@@ -109,7 +110,10 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
         else:
             print("reach-otel collector: OTLP/gRPC off", file=out)
         where = describe_store(settings, store)
-        print(f"reach-otel collector data: {where}; retention {settings.retention_s:g}s", file=out)
+        kept = (
+            f"spans kept {_fmt_window(settings.retention_s)}" if settings.retention_s > 0 else "retention off"
+        )
+        print(f"reach-otel collector data: {where}; {kept}", file=out)
         if settings.auth_enabled:
             scopes = [n for n, t in (("ingest", settings.ingest_token), ("query", settings.query_token)) if t]
             print(f"reach-otel collector auth: on ({', '.join(scopes)} token)", file=out)

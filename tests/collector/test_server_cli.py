@@ -50,6 +50,7 @@ def test_startup_lines_and_clean_stop(tmp_path: Path) -> None:
         assert f"listening on http://127.0.0.1:{port}" in text
         assert f"listening on 127.0.0.1:{grpc_port} (OTLP/gRPC)" in text
         assert str(db.resolve()) in text
+        assert "; spans kept 7d" in text  # the default retention, as one writes it in the config
         assert "auth: off" in text
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

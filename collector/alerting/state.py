@@ -94,13 +94,14 @@ class Alert:
         return replace(self, labels=dict(self.labels), annotations=dict(self.annotations))
 
     def to_dict(self, acknowledged_by: str | None = None) -> dict[str, Any]:
-        """The ``GET /api/alerts`` element (§9)."""
+        """The ``GET /api/alerts`` element (§9); labels and annotations in key order, as a past
+        episode's come back from the history."""
         return {
             "fingerprint": self.fingerprint,
             "alertname": self.alertname,
             "severity": self.severity,
-            "labels": dict(self.labels),
-            "annotations": dict(self.annotations),
+            "labels": dict(sorted(self.labels.items())),
+            "annotations": dict(sorted(self.annotations.items())),
             "state": self.state.value,
             "value": self.value,
             "active_at": iso(self.active_at),

@@ -132,12 +132,16 @@ def test_live_pages_the_owner_of_the_target_and_falls_back_to_p1(
 ) -> None:
     engine = slo_collector.app.state.alerts
     seen = []
+    live_keys = []  # the labels of firing alerts as /api/alerts lists them
     for m in range(MINUTES + 1):
         for t in engine.tick(T0 + 60.0 * m):
             if t.alertname == "EdgeCommitSLO":
                 seen.append(
                     (m, (t.labels["source"], t.labels["target"]), t.from_state.value, t.to_state.value)
                 )
+        live_keys += [
+            list(a["labels"]) for a in slo_collector.get("/api/alerts?state=firing").json()["alerts"]
+        ]
     assert seen == EXPECTED
     pages = [(path, b["status"], b["alerts"][0]["labels"]["target"]) for path, b in receiver.received]
     # Billing has an owner (the billing schedule: carol); Tech has none, so the P1 route (alice).
@@ -157,8 +161,12 @@ def test_live_pages_the_owner_of_the_target_and_falls_back_to_p1(
     }
     assert "/api/topology?window=10m" in page["alerts"][0]["generatorURL"]
     # /api/alerts shows both resolved episodes.
-    states = {(a["labels"]["target"], a["state"]) for a in slo_collector.get("/api/alerts").json()["alerts"]}
+    past = slo_collector.get("/api/alerts").json()["alerts"]
+    states = {(a["labels"]["target"], a["state"]) for a in past}
     assert states == {("Billing", "resolved"), ("Tech", "resolved")}
+    # Labels in one order, live or past (the console lists them as given).
+    keys = ["agent", "alertname", "severity", "source", "target"]
+    assert live_keys and all(k == keys for k in live_keys) and all(list(a["labels"]) == keys for a in past)
 
 
 def test_an_owner_may_be_users_or_an_escalation_policy(

@@ -392,3 +392,15 @@ def make_bodies(
     for i in range(n_requests):
         out.append(make_request(rng, spans_per_request, start + i * 10**9, heavy).SerializeToString())
     return out
+
+
+def decoded_table(bodies: list[bytes]) -> Any:
+    """The requests' span rows as the collector's compiled decoder makes them, in one Arrow table;
+    exits when that decoder is not built."""
+    import pyarrow as pa
+    from reach_collector.ingest import fast
+
+    batches = [fast.flatten_protobuf(body) for body in bodies]
+    if any(batch is None for batch in batches):
+        raise SystemExit("the compiled decoder is not built: reinstall where a C compiler is")
+    return pa.concat_tables([batch.table for batch in batches if batch is not None]).combine_chunks()

@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent / "tests" / "clickhouse"))
 
-from _spans import make_bodies  # noqa: E402
+from _spans import decoded_table, make_bodies  # noqa: E402
 from ch_server import ensure_clickhouse_server, start_server  # noqa: E402
 from ingest import _client, _free_port, collect_statuses  # noqa: E402
 from peers.harness import wait_healthy  # noqa: E402
@@ -118,16 +118,11 @@ def main() -> None:
     parser.add_argument("--heavy", action="store_true", help="the heavier 19-span-trace workload")
     args = parser.parse_args()
 
-    import pyarrow as pa
-    from reach_collector.ingest import fast
     from reach_collector.store.clickhouse.convert import insert_columns
     from reach_collector.store.clickhouse.native import span_block
 
     bodies = make_bodies(args.requests, 512, heavy=args.heavy)
-    batches = [fast.flatten_protobuf(b) for b in bodies]
-    if any(b is None for b in batches):
-        raise SystemExit("the compiled decoder is not built: reinstall where a C compiler is")
-    table = pa.concat_tables([b.table for b in batches if b is not None]).combine_chunks()
+    table = decoded_table(bodies)
     spans = table.num_rows
     tables = [table.slice(o, BATCH_ROWS) for o in range(0, spans, BATCH_ROWS)]
     started = time.perf_counter()

@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests"), str(HERE.parent / "tests" / "clickhouse")]
 
-from _spans import make_bodies  # noqa: E402
+from _spans import decoded_table, make_bodies  # noqa: E402
 from ch_server import (  # noqa: E402
     CLUSTER,
     ClickHouseServer,
@@ -200,14 +200,10 @@ def _collectors(
 
 
 def run_ingest(args: argparse.Namespace) -> None:
-    from reach_collector.ingest import fast
     from reach_collector.store.clickhouse.convert import insert_columns
 
     bodies = make_bodies(args.requests, 512, heavy=args.heavy)
-    batches = [fast.flatten_protobuf(b) for b in bodies]
-    if any(b is None for b in batches):
-        raise SystemExit("the compiled decoder is not built: reinstall where a C compiler is")
-    table = pa.concat_tables([b.table for b in batches if b is not None]).combine_chunks()
+    table = decoded_table(bodies)
     spans = table.num_rows
     columns = [insert_columns(table.slice(o, BATCH_ROWS)) for o in range(0, spans, BATCH_ROWS)]
 
@@ -295,15 +291,7 @@ def run_ingest(args: argparse.Namespace) -> None:
 def _template(seed: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """Decoded realistic requests; each row's trace index (in first-start order) and the time its
     trace starts."""
-    from reach_collector.ingest import fast
-
-    tables = []
-    for body in make_bodies(64, 512, seed=seed):
-        batch = fast.flatten_protobuf(body)
-        if batch is None:
-            raise SystemExit("the compiled decoder is not built: reinstall where a C compiler is")
-        tables.append(batch.table)
-    table = pa.concat_tables(tables).combine_chunks()
+    table = decoded_table(make_bodies(64, 512, seed=seed))
     firsts = table.group_by("trace_id").aggregate([("start_ns", "min")]).sort_by("start_ns_min")
     order = pc.index_in(table.column("trace_id"), value_set=firsts.column("trace_id")).to_numpy()
     return table, order.astype(np.int64), firsts.column("start_ns_min").to_numpy()[order]

@@ -22,13 +22,23 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["EnvUnavailable", "clean_env", "ensure", "folder_for", "run"]
+__all__ = ["EnvUnavailable", "cache_root", "clean_env", "ensure", "folder_for", "run"]
 
 _MARKER = ".reach-otel-env.json"
 
 
 class EnvUnavailable(RuntimeError):
     """The environment could not be built (no package index, a resolver conflict, ...)."""
+
+
+def cache_root(variable: str, kind: str) -> Path:
+    """Where environments of one ``kind`` live: ``$variable`` if set, else
+    ``~/.cache/reach-otel/KIND`` (under ``$XDG_CACHE_HOME`` when that is set)."""
+    base = os.environ.get(variable)
+    if base:
+        return Path(base)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "reach-otel" / kind
 
 
 def folder_for(root: Path, name: str, reqs: list[str]) -> Path:

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cached_venv import EnvUnavailable, ensure, folder_for, run
+from cached_venv import EnvUnavailable, cache_root, ensure, folder_for, run
 
 try:
     import tomllib
@@ -44,18 +44,10 @@ def requirements() -> list[str]:
     return [CREWAI, *project["dependencies"]]
 
 
-def _root() -> Path:
-    base = os.environ.get("REACH_OTEL_TEST_ENVS")
-    if base:
-        return Path(base)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "reach-otel" / "test-envs"
-
-
 def crewai_env() -> Env:
     """The CrewAI environment, building it first when it is missing or out of date."""
     reqs = requirements()
-    folder = folder_for(_root(), "crewai", reqs)
+    folder = folder_for(cache_root("REACH_OTEL_TEST_ENVS", "test-envs"), "crewai", reqs)
 
     def check(python: Path) -> None:
         # Imported, CrewAI makes folders under the home folder (named after the working one): keep them here.

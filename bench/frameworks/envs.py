@@ -16,7 +16,6 @@ reused as the tests' own (``tests/cached_venv.py``) are.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ except ModuleNotFoundError:  # Python 3.10: pip carries the same parser
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
-from cached_venv import clean_env, ensure, folder_for  # noqa: E402
+from cached_venv import cache_root, clean_env, ensure, folder_for  # noqa: E402
 
 OPENINFERENCE = "openinference-instrumentation"
 OPENLLMETRY = "opentelemetry-instrumentation"  # the traceloop project's packages share the contrib prefix
@@ -83,18 +82,10 @@ def requirements(name: str) -> list[str]:
 NAMES = ("langgraph", "crewai", "mcp", "mcp1")
 
 
-def _root() -> Path:
-    base = os.environ.get("REACH_OTEL_BENCH_ENVS")
-    if base:
-        return Path(base)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "reach-otel" / "bench-envs"
-
-
 def python(name: str) -> Path:
     """The interpreter of environment ``name``, building the environment first if needed."""
     reqs = requirements(name)
-    folder = folder_for(_root(), name, reqs)
+    folder = folder_for(cache_root("REACH_OTEL_BENCH_ENVS", "bench-envs"), name, reqs)
     ensure(folder, reqs, install_timeout_s=1800)
     return folder / "bin" / "python"
 

@@ -5,16 +5,30 @@ posting OTLP to them over real HTTP."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from collector_process import CollectorProcess as BaseCollectorProcess
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.base import TraceStore
+from reach_collector.store.clickhouse import ClickHouseStore
 from servers import ServerThread
 
 PROTOBUF = "application/x-protobuf"
+# The two engines a store-level test runs on: Debian's server, and current ClickHouse in process.
+ENGINES = ["clickhouse-18.16", "chdb"]
+
+
+def engine_store(request: pytest.FixtureRequest, directory: Path, database: str) -> ClickHouseStore:
+    """A ClickHouseStore on the engine of ``request.param`` (one of ENGINES): a fresh database on
+    the session's 18.16 server, or chdb in ``directory`` (skipped when chdb is missing)."""
+    if request.param == "chdb":
+        pytest.importorskip("chdb")
+        return ClickHouseStore.in_process(directory / "chdb")
+    return ClickHouseStore(request.getfixturevalue("clickhouse").url(database))
 
 
 @dataclass

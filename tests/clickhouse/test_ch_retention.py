@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ch_server import ClickHouseServer
+from ch_collectors import ENGINES, engine_store
 from ch_spans import make_request
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from reach_collector.alerting.history import Acknowledgement
@@ -28,14 +28,9 @@ HOUR = 3600 * 10**9
 DAY = 24 * HOUR
 
 
-@pytest.fixture(params=["clickhouse-18.16", "chdb"])
+@pytest.fixture(params=ENGINES)
 def store(request: pytest.FixtureRequest, tmp_path: Path, ch_database: str) -> Iterator[ClickHouseStore]:
-    if request.param == "chdb":
-        pytest.importorskip("chdb")
-        st = ClickHouseStore.in_process(tmp_path / "chdb")
-    else:
-        server: ClickHouseServer = request.getfixturevalue("clickhouse")
-        st = ClickHouseStore(server.url(ch_database))
+    st = engine_store(request, tmp_path, ch_database)
     yield st
     st.close()
 

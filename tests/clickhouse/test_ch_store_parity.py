@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ch_server import ClickHouseServer
+from ch_collectors import ENGINES, engine_store
 from ch_spans import make_request
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
@@ -22,16 +22,11 @@ from reach_otel import semconv as sc
 NOW_NS = time.time_ns()
 
 
-@pytest.fixture(params=["clickhouse-18.16", "chdb"])
+@pytest.fixture(params=ENGINES)
 def stores(
     request: pytest.FixtureRequest, tmp_path: Path, ch_database: str
 ) -> Iterator[tuple[DuckDBStore, ClickHouseStore, list[str]]]:
-    if request.param == "chdb":
-        pytest.importorskip("chdb")
-        ch = ClickHouseStore.in_process(tmp_path / "chdb")
-    else:
-        server: ClickHouseServer = request.getfixturevalue("clickhouse")
-        ch = ClickHouseStore(server.url(ch_database))
+    ch = engine_store(request, tmp_path, ch_database)
     duck = DuckDBStore(tmp_path / "traces.duckdb")
     ids: list[str] = []
     for seed, exotic in ((1, False), (2, True), (3, False)):

@@ -61,6 +61,7 @@ from ch_server import (  # noqa: E402
     stop_all,
 )
 from ingest import _client, _free_port, collect_statuses  # noqa: E402
+from metrics import time_runs  # noqa: E402
 from peers.harness import wait_healthy  # noqa: E402
 
 BATCH_ROWS = 65_536
@@ -356,16 +357,6 @@ def _settle(server: ClickHouseServer, database: str, timeout_s: float) -> int:
     return int(server.execute(q)[0][0])
 
 
-def _timed(fn: Callable[[], Any], runs: int) -> tuple[float, float]:
-    fn()
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - started) * 1000)
-    return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
-
-
 def run_queries(args: argparse.Namespace) -> None:
     import httpx
     from reach_collector import metrics
@@ -417,9 +408,9 @@ def run_queries(args: argparse.Namespace) -> None:
 
             window = client.get("/api/metrics/golden", params={"window": "5m"}).json()["total"]["calls"]
             results = {
-                "GET /api/traces/{id}": _timed(trace, len(ids) - 1),
-                "GET /api/metrics/golden?window=5m": _timed(golden, args.runs),
-                "metrics.golden(5m) in process": _timed(
+                "GET /api/traces/{id}": time_runs(trace, len(ids) - 1),
+                "GET /api/metrics/golden?window=5m": time_runs(golden, args.runs),
+                "metrics.golden(5m) in process": time_runs(
                     lambda: metrics.golden(store, int(now_s * S), 300), args.runs
                 ),
             }

@@ -21,6 +21,7 @@ from reach_collector.alerting.webhook import HttpSender, Sender
 from reach_collector.api import health, otlp, traces, ui
 from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
+from reach_collector.api.fence import SiteFence
 from reach_collector.api.heartbeats import heartbeats_router
 from reach_collector.api.metrics import metrics_router
 from reach_collector.api.oncall import oncall_router
@@ -154,6 +155,13 @@ def create_app(
     app.add_exception_handler(StoreUnavailable, _store_unavailable)
     app.add_exception_handler(StoreError, _store_refused)
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
+    app.add_middleware(
+        SiteFence,
+        ingest_token=settings.ingest_token,
+        query_token=settings.query_token,
+        bind_host=settings.host,
+        allowed_hosts=settings.allowed_hosts,
+    )  # outermost: another site's request is refused before anything reads it
     return app
 
 

@@ -3,7 +3,9 @@ clients of a running collector's HTTP API (search_traces, get_trace, golden_metr
 topology, alerts, who_is_on_call), so an AI assistant can debug a multi-agent app. Every tool goes
 through the query commands' HTTP client (never the store); a failed query comes back as a tool error
 whose text says what went wrong. ``get_trace`` answers with a compact, indented span tree, one line
-per span, rather than the raw JSON."""
+per span, rather than the raw JSON. Every string an answer carries came from someone's spans, so
+its control characters are escaped (reach_collector.printable): a span name holding a newline
+cannot add a line of its own to the tree an assistant reads."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from reach_collector.cli.client import QueryError, default_url, get_json
+from reach_collector.printable import escape_all, escape_controls
 
 __all__ = ["MAX_TREE_LINES", "build_server", "compact_tree"]
 
@@ -25,11 +28,12 @@ _TRACE_ID: Final = re.compile(r"^[0-9a-fA-F]{32}$")
 def compact_tree(trace: dict[str, Any], max_lines: int = MAX_TREE_LINES) -> str:
     """The trace as text an LLM reads well: a heading, then one line per span indented two spaces a
     level (name, agent, duration, status or error type, tokens, handoff source → target with its
-    outcome and hop, loop flag); past ``max_lines`` spans, a note of how many were left out."""
+    outcome and hop, loop flag); past ``max_lines`` spans, a note of how many were left out. Each
+    line has its control characters escaped, so there is exactly one line per span."""
     from reach_collector.cli.render import span_label
 
-    agents = sorted({s for s in _agents(trace) if s})
-    lines = [f"trace {trace['trace_id']}: {trace.get('span_count', '?')} spans"]
+    agents = sorted({escape_controls(s) for s in _agents(trace) if s})
+    lines = [escape_controls(f"trace {trace['trace_id']}: {trace.get('span_count', '?')} spans")]
     if agents:
         lines.append("agents: " + ", ".join(agents))
     shown = left_out = 0
@@ -39,7 +43,7 @@ def compact_tree(trace: dict[str, Any], max_lines: int = MAX_TREE_LINES) -> str:
         if shown >= max_lines:
             left_out += 1
         else:
-            lines.append("  " * depth + span_label(span).plain)
+            lines.append("  " * depth + escape_controls(span_label(span).plain))
             shown += 1
         for child in reversed(span.get("children") or []):
             pending.append((depth + 1, child))
@@ -75,9 +79,10 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
 
     async def query(path: str, params: list[tuple[str, str]] | None = None) -> Any:
         try:
-            return await anyio.to_thread.run_sync(partial(get_json, base, path, params, token=token))
+            body = await anyio.to_thread.run_sync(partial(get_json, base, path, params, token=token))
         except QueryError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(escape_controls(str(exc))) from None
+        return escape_all(body)
 
     @server.tool()
     async def search_traces(

@@ -69,6 +69,8 @@ class Settings:
     ingest_token: str | None = None
     query_token: str | None = None
     insecure_bind: bool = False
+    # Host names served besides loopback's when no token guards a scope (DNS rebinding, §11).
+    allowed_hosts: tuple[str, ...] = ()
     time_zone: str = "UTC"
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # Sections other modules own (alerting, users, schedules, ...), validated for shape only.
@@ -172,8 +174,12 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     values: dict[str, Any] = {"source": source}
     server = _mapping(doc.get("server"), "server")
     _only(
-        server, "server", {"host", "port", "grpc_port", "max_body_bytes", "max_row_bytes", "decode_workers"}
+        server,
+        "server",
+        {"host", "port", "grpc_port", "max_body_bytes", "max_row_bytes", "decode_workers", "allowed_hosts"},
     )
+    if "allowed_hosts" in server:
+        values["allowed_hosts"] = _host_names(server["allowed_hosts"], "server.allowed_hosts")
     if "decode_workers" in server:
         values["decode_workers"] = _int(server["decode_workers"], "server.decode_workers", -1, 64)
     if "host" in server:
@@ -311,12 +317,51 @@ def load(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | No
     return apply_env(settings, os.environ if env is None else env)
 
 
+def open_scopes(settings: Settings) -> list[str]:
+    """The auth scopes no token guards (§11): ``ingest`` and/or ``query``."""
+    scopes = (("ingest", settings.ingest_token), ("query", settings.query_token))
+    return [name for name, token in scopes if not token]
+
+
+def auth_line(settings: Settings) -> str:
+    """What the startup line says of auth: which scopes a token guards, which are open, and what
+    an open scope still refuses (other sites' requests, foreign Host names)."""
+    open_ = open_scopes(settings)
+    if not open_:
+        return "on (ingest and query tokens)"
+    guarded = [s for s in ("ingest", "query") if s not in open_]
+    hosts = ", ".join(("loopback", *settings.allowed_hosts))
+    fence = f"served to Host {hosts} only, same-origin requests only"
+    if len(open_) == 2:
+        return f"off (no tokens; bound to {settings.host}; {fence})"
+    return f"on ({guarded[0]} token; {open_[0]} scope open: {fence})"
+
+
 def check_bind(settings: Settings) -> str | None:
-    """Why the collector must refuse to start with these settings, or None."""
-    if settings.auth_enabled or settings.insecure_bind or settings.host in LOOPBACK_HOSTS:
+    """Why the collector must refuse to start with these settings, or None: a non-loopback bind
+    needs both scopes guarded, since one open scope serves (or takes) everything it covers."""
+    open_ = open_scopes(settings)
+    if not open_ or settings.insecure_bind or settings.host in LOOPBACK_HOSTS:
         return None
+    if len(open_) == 2:
+        what = "without auth"
+    else:
+        key = f"auth.{open_[0]}_token"
+        what = f"with the {open_[0]} scope open (no {key})"
     return (
-        f"refusing to listen on {settings.host} without auth: set auth.ingest_token and "
+        f"refusing to listen on {settings.host} {what}: set auth.ingest_token and "
         "auth.query_token (or REACH_INGEST_TOKEN / REACH_QUERY_TOKEN), bind to 127.0.0.1, "
         "or pass --insecure-bind"
     )
+
+
+_HOST_NAME = re.compile(r"^[A-Za-z0-9.\-:\[\]]{1,253}$")
+
+
+def _host_names(value: Any, key: str) -> tuple[str, ...]:
+    """A list of host names (``collector.internal``, ``10.0.0.5``), lower-cased, no ports."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and _HOST_NAME.match(v) for v in value):
+        raise ConfigError(f"{key}: expected a list of host names like [collector.internal], got {value!r}")
+    return tuple(v.lower() for v in value)

@@ -44,12 +44,20 @@ def _bind(host: str, port: int, *, what: str = "", hint: str = "") -> socket.soc
 
 def _collector_log(stream: TextIO) -> None:
     """The collector's own log lines (what alerting does, retention) at INFO on ``stream``;
-    uvicorn configures only its own loggers."""
+    uvicorn configures only its own loggers. Every record is one line: names from spans can hold
+    newlines, which would otherwise forge lines (uvicorn's error log too: its tracebacks)."""
+    from reach_collector.printable import OneLineRecords
+
+    for name in ("uvicorn.error", "uvicorn.access"):  # logger filters survive uvicorn's dictConfig
+        other = logging.getLogger(name)
+        if not any(isinstance(f, OneLineRecords) for f in other.filters):
+            other.addFilter(OneLineRecords())
     logger = logging.getLogger("reach_collector")
     if logger.handlers:
         return
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(OneLineRecords())
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False

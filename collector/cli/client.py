@@ -19,6 +19,7 @@ from datetime import tzinfo
 from typing import Any, Final
 
 from reach_collector.cli.formats import LOCAL, parse_zone
+from reach_collector.printable import escape_all
 
 DEFAULT_URL: Final = "http://127.0.0.1:4318"
 ZONE_ENV: Final = "REACH_OTEL_TZ"
@@ -83,11 +84,15 @@ def query_command(run: Callable[[argparse.Namespace], int]) -> Callable[[argpars
 
 
 def call(args: argparse.Namespace, path: str, body: Any = None, params: Any = None) -> Any:
-    """GET ``path`` (or POST ``body`` to it) on the collector named by ``args.url``."""
+    """GET ``path`` (or POST ``body`` to it) on the collector named by ``args.url``. Unless the
+    command prints ``--json`` (whose encoding escapes them), control characters in the answer's
+    strings come back escaped: a span name must not move the terminal's cursor or forge a line."""
     url = args.url or default_url()
     if body is None:
-        return get_json(url, path, params, token=args.token)
-    return post_json(url, path, body, token=args.token)
+        answer = get_json(url, path, params, token=args.token)
+    else:
+        answer = post_json(url, path, body, token=args.token)
+    return answer if getattr(args, "json", False) else escape_all(answer)
 
 
 def print_json(args: argparse.Namespace, body: Any) -> bool:

@@ -59,7 +59,7 @@ def store(tmp_path: Path) -> Iterator[DuckDBStore]:
     db = tmp_path / "traces.duckdb"
     store = DuckDBStore(db)
     app = create_app(Settings(db=str(db), retention_s=0), store=store)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         response = client.post("/v1/traces", json=history_body())
         assert response.status_code == 200, response.text
     yield store

@@ -23,7 +23,12 @@ def test_heartbeat_body_is_validated_and_stored(tmp_path: Path) -> None:
         ):
             bad = c.post("/api/heartbeats", body)
             assert bad.status_code == 400 and word in bad.json()["detail"], body
-        garbage = httpx.post(c.url + "/api/heartbeats", content=b"{not json", timeout=10)
+        garbage = httpx.post(
+            c.url + "/api/heartbeats",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+            timeout=10,
+        )
         assert garbage.status_code == 400
         rows = c.store.query("SELECT agent_id, endpoint, capabilities FROM heartbeats")
         assert rows == [("b-1", "http://b:8000", '["refund"]')]

@@ -121,7 +121,7 @@ def test_bad_memory_limit_in_the_store_raises(tmp_path: Path) -> None:
 def test_app_opens_its_store_with_the_settings(tmp_path: Path) -> None:
     settings = Settings(db=str(tmp_path / "t.duckdb"), memory_limit="256MiB", threads=1)
     app = create_app(settings, alert_loop=False)
-    with TestClient(app):
+    with TestClient(app, base_url="http://127.0.0.1"):
         assert _bytes(app.state.store) == 256 * MIB
         assert _setting(app.state.store, "threads") == "1"
 
@@ -136,7 +136,7 @@ def test_metrics_show_duckdb_memory_rss_and_stored_spans(tmp_path: Path) -> None
     store = DuckDBStore(tmp_path / "t.duckdb", memory_limit="256MiB")
     app = create_app(Settings(db=store.path, retention_s=0), store=store, alert_loop=False)
     try:
-        with TestClient(app) as client:
+        with TestClient(app, base_url="http://127.0.0.1") as client:
             response = client.post(
                 "/v1/traces", content=_five_spans(), headers={"Content-Type": "application/x-protobuf"}
             )

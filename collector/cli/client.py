@@ -1,7 +1,8 @@
 """A small stdlib HTTP client for the query commands (no third-party HTTP dependency): the shared
 ``--url``/``--token``/``--tz``/``--json`` arguments, GET/POST of JSON, the time zone tables print
 in, and the one way a command fails: ``reach-otel <command>: <what went wrong>`` on stderr, in
-words a user can act on (never an HTTP status code), exit 1 (2 for a bad argument)."""
+words a user can act on (never an HTTP status code), exit 1 (2 for a bad argument). The query
+token goes only to the collector's origin: a redirect elsewhere is followed without it."""
 
 from __future__ import annotations
 
@@ -179,12 +180,45 @@ def post_json(base_url: str, path: str, body: Any, token: str | None = None, tim
     return _send(request, base, token, timeout)
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+class _TokenStaysHome(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, but sends ``Authorization`` on only while the redirect
+    stays on the origin (scheme, host, port) of the request that carried it: a collector behind a
+    proxy that redirects to another host must not hand that host the query token."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(new.full_url) != _origin(req.full_url):
+            new.remove_header("Authorization")
+        return new
+
+
+_OPENER: Final = urllib.request.build_opener(_TokenStaysHome())
+
+
 def _send(request: urllib.request.Request, base_url: str, token: str | None, timeout: float) -> Any:
     token = token or os.environ.get("REACH_QUERY_TOKEN")
     if token:
         request.add_header("authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         raise QueryError(_refusal(exc, base_url, bool(token))) from None

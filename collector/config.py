@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from reach_collector.durations import DurationError, parse_duration_s
+
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
 # What one request may cost in span rows (ingest.cost); every row carries its resource and scope.
 DEFAULT_MAX_ROW_BYTES: Final = 64 * 1024 * 1024
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|[KMGT]B|[KMGT]iB)?\s*$", re.I)
 _UNIT_BYTES: Final = {
     "b": 1, **{u.lower() + "b": 1000**i for i, u in enumerate("KMGT", 1)},
@@ -29,7 +30,6 @@ _CANONICAL_UNIT: Final = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "K
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 DEFAULT_MEMORY_LIMIT: Final = "512MB"
 _MIN_MEMORY_BYTES: Final = 64 * 1000**2
-_UNIT_SECONDS: Final = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _TOP_LEVEL: Final = frozenset(
     {
         "server",
@@ -92,12 +92,15 @@ def parse_duration(value: Any, key: str = "duration") -> float:
     if isinstance(value, (int, float)):
         if value < 0:
             raise ConfigError(f"{key}: must not be negative")
+        if not value <= 1e12:  # NaN and infinity too: a number of seconds, not 31 700 years
+            raise ConfigError(f"{key}: expected at most 1e12 seconds; got {value!r:.60}")
         return float(value)
     if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    raise ConfigError(f"{key}: expected a duration like 30s, 5m, 1h, 7d; got {value!r}")
+        try:
+            return parse_duration_s(value, key)
+        except DurationError:
+            pass
+    raise ConfigError(f"{key}: expected a duration like 30s, 5m, 1h, 7d; got {value!r:.60}")
 
 
 def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Final
+
+from reach_collector.durations import DurationError, parse_duration_s
 
 __all__ = ["MAX_WINDOW_S", "WindowError", "parse_window"]
 
-_FORM: Final = re.compile(r"^([1-9][0-9]{0,6})(s|m|h|d)$")
-_UNIT_S: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_UNITS: Final = ("s", "m", "h", "d")
 MAX_WINDOW_S: Final = 7 * 86400
 ALLOWED: Final = "a whole number followed by s, m, h or d (e.g. 30s, 5m, 1h, 7d)"
 
@@ -18,11 +18,14 @@ class WindowError(ValueError):
 
 
 def parse_window(text: str, name: str = "window", *, maximum_s: int = MAX_WINDOW_S) -> int:
-    """``5m`` → 300. Raises ``WindowError`` naming the parameter and the allowed form."""
-    match = _FORM.match(text.strip()) if isinstance(text, str) else None
-    if match is None:
+    """``5m`` → 300: the collector's one duration parser, held to whole seconds of at least 1 in
+    these units. Raises ``WindowError`` naming the parameter and the allowed form."""
+    try:
+        seconds = parse_duration_s(text, name, units=_UNITS)
+    except DurationError:
+        seconds = 0.0
+    if seconds < 1 or seconds != int(seconds):
         raise WindowError(f"{name} must be {ALLOWED}; got {str(text)[:40]!r}")
-    seconds = int(match.group(1)) * _UNIT_S[match.group(2)]
     if seconds > maximum_s:
-        raise WindowError(f"{name} must be at most {maximum_s // 86400}d; got {text.strip()!r}")
-    return seconds
+        raise WindowError(f"{name} must be at most {maximum_s // 86400}d; got {text.strip()[:40]!r}")
+    return int(seconds)

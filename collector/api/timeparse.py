@@ -1,35 +1,55 @@
-"""Parsing of query-string times and windows: ISO-8601, unix nanoseconds, or `15m` (= now − 15m)."""
+"""The one reader of times in requests: ISO-8601, unix nanoseconds, or a lookback like ``15m``
+(= now − 15m) → unix ns, its length capped and its range (0 … 2^63 − 1 ns) checked before work."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
+from typing import Final
 
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+from reach_collector.durations import DurationError, parse_duration_s
+
+__all__ = ["MAX_NS", "MAX_TIME_CHARS", "parse_time_ns"]
+
+MAX_TIME_CHARS: Final = 64  # '2026-01-05T08:00:00.123456+08:00' is 32; unix ns are 19 digits
+MAX_NS: Final = 2**63 - 1  # the store's int64 nanoseconds
 
 
-def parse_time_ns(value: str, now_s: float) -> int:
-    """A time bound → unix ns. Raises ValueError with a message a user can act on."""
+def _shown(value: object) -> str:
+    text = str(value)
+    return repr(text if len(text) <= 40 else text[:40] + "…")
+
+
+def parse_time_ns(value: str | int, now_s: float) -> int:
+    """A time bound (a string, or an int of unix ns from a JSON body) → unix ns. Raises ValueError
+    with a message a user can act on; a lookback reaching before 1970 is 1970."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value <= MAX_NS:
+            raise ValueError(f"time {_shown(value)} is out of range (unix ns from 0 to {MAX_NS})")
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"cannot read time {_shown(value)}: use ISO-8601, unix nanoseconds, or a lookback")
     text = value.strip()
-    if text.isdigit():
+    if len(text) > MAX_TIME_CHARS:
+        raise ValueError(f"time {_shown(value)} is longer than {MAX_TIME_CHARS} characters")
+    if text.isascii() and text.isdigit():
         ns = int(text)
-        if ns >= 2**63:
-            raise ValueError(f"time {value!r} is out of range")
+        if ns > MAX_NS:
+            raise ValueError(f"time {_shown(value)} is out of range (unix ns up to {MAX_NS})")
         return ns
-    match = _RELATIVE.match(text)
-    if match:
-        return _clamp(int((now_s - float(match.group(1)) * _UNITS[match.group(2)]) * 1e9))
+    try:
+        return _clamp(int((now_s - parse_duration_s(text, "time")) * 1e9))
+    except DurationError:
+        pass
     try:
         stamp = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        if stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=timezone.utc)
+        return _clamp(int(stamp.timestamp() * 1_000_000) * 1000)
+    except (ValueError, OverflowError, OSError):
         raise ValueError(
-            f"cannot read time {value!r}: use ISO-8601, unix nanoseconds, or a lookback like 15m"
+            f"cannot read time {_shown(value)}: use ISO-8601, unix nanoseconds, or a lookback like 15m"
         ) from None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
-    return _clamp(int(stamp.timestamp() * 1_000_000) * 1000)
 
 
 def _clamp(ns: int) -> int:
-    return max(0, min(ns, 2**63 - 1))
+    return max(0, min(ns, MAX_NS))

@@ -18,8 +18,10 @@ from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import PlainTextResponse, Response
+from reach_collector.api.numbers import parse_int
 from reach_collector.api.tempo_otlp import to_traces_data, trace_by_id_response, traces_json
 from reach_collector.api.traces import DEFAULT_LIMIT, MAX_LIMIT
+from reach_collector.durations import DurationError, parse_duration_s
 from reach_collector.store.base import TraceStore
 from reach_collector.store.dialect import dialect_of
 from reach_collector.store.duckdb_store import TraceFilter
@@ -44,8 +46,8 @@ TAG_SCAN_ROWS: Final = 100_000  # spans sampled per tag lookup (bounded work per
 TAG_LIMIT: Final = 1_000
 INTRINSICS: Final = ("duration", "kind", "name", "rootName", "rootServiceName", "status", "traceDuration")
 _TRACE_ID: Final = re.compile(r"^[0-9a-fA-F]{1,32}$")
-_DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNITS_MS: Final = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4, "h": 3.6e6}
+_GO_UNITS: Final = ("ns", "us", "µs", "ms", "s", "m", "h")  # Go's time.ParseDuration
+MAX_UNIX_S: Final = (2**63 - 1) // 1_000_000_000  # start/end in seconds whose nanoseconds fit int64
 _CONDITION: Final = re.compile(r'^\s*([A-Za-z_.][\w.\-]*)\s*(=|>=|>)\s*("(?:[^"\\]|\\.)*"|[^\s"]+)\s*$')
 _COLUMNS: Final = {"span": "attributes", "resource": "resource"}  # never user input in SQL text
 
@@ -59,11 +61,10 @@ def parse_trace_id(value: str) -> str:
 
 def parse_duration_ms(value: str, name: str) -> float:
     """A Go duration (``100ms``, ``1.5s``, ``1m30s``) in milliseconds; HTTP 400 when malformed."""
-    text = value.strip()
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise HTTPException(400, f"{name}: expected a duration like 100ms, 1.5s or 2m, got {value[:40]!r}")
-    return sum(float(n) * _UNITS_MS[u] for n, u in parts)
+    try:
+        return parse_duration_s(value, name, units=_GO_UNITS) * 1000
+    except DurationError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 class _Filters:
@@ -105,6 +106,18 @@ class _Filters:
         )
 
 
+def _string(literal: str) -> str:
+    """A TraceQL string literal (JSON's escapes) → its text; 400 for a bad escape or a lone
+    surrogate (which no store can hold)."""
+    try:
+        text = json.loads(literal)
+        text.encode("utf-8")
+    except ValueError as exc:  # UnicodeEncodeError is one
+        reason = "a lone surrogate" if isinstance(exc, UnicodeEncodeError) else "a bad escape"
+        raise HTTPException(400, f"TraceQL: string {literal[:40]!r} has {reason}") from None
+    return str(text)
+
+
 def parse_traceql(query: str, filters: _Filters) -> None:
     """The subset of TraceQL we answer: ``{}`` or ``{ cond && cond }`` with ``key = value``
     (``resource.service.name``, ``span.K``/``.K``, ``status = error``) and ``duration > 100ms``."""
@@ -122,7 +135,7 @@ def parse_traceql(query: str, filters: _Filters) -> None:
                 "joined by &&, status = error, duration > 100ms)",
             )  # fmt: skip
         key, op, raw = match.groups()
-        value = json.loads(raw) if raw.startswith('"') else raw
+        value = _string(raw) if raw.startswith('"') else raw
         if key in ("duration", "traceDuration"):
             if op == "=":
                 raise HTTPException(400, "TraceQL: duration supports > and >= only")
@@ -133,14 +146,17 @@ def parse_traceql(query: str, filters: _Filters) -> None:
             filters.tag(key, str(value))
 
 
-def _int_param(request: Request, name: str) -> int | None:
+def _int_param(
+    request: Request, name: str, low: int = 0, high: int = MAX_UNIX_S, what: str = "unix seconds"
+) -> int | None:
+    """An integer query parameter (``start``/``end`` in unix seconds by default); 400 naming it."""
     raw = request.query_params.get(name)
     if not raw:
         return None
     try:
-        return int(raw)
-    except ValueError:
-        raise HTTPException(400, f"{name} must be an integer (unix seconds for start/end)") from None
+        return parse_int(raw, name, low, high, what)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def _window_ns(request: Request, clock: Callable[[], float]) -> tuple[int, int]:
@@ -258,7 +274,7 @@ def tempo_router(store: TraceStore, clock: Callable[[], float] = time.time) -> A
             filters.min_ms = parse_duration_ms(params["minDuration"], "minDuration")
         if params.get("maxDuration"):
             filters.max_ms = parse_duration_ms(params["maxDuration"], "maxDuration")
-        limit = _int_param(request, "limit") or DEFAULT_LIMIT
+        limit = _int_param(request, "limit", -(2**63), 2**63, "an integer") or DEFAULT_LIMIT
         start, end = _int_param(request, "start"), _int_param(request, "end")
         f = filters.build(
             max(1, min(limit, MAX_LIMIT)),

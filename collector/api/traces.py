@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException, Request, Response
+from reach_collector.api.numbers import parse_float, parse_int
 from reach_collector.api.timeparse import parse_time_ns
 from reach_collector.store.duckdb_store import TraceFilter
 from reach_collector.views import summary_json, trace_body
@@ -70,19 +70,14 @@ def parse_filter(params: list[tuple[str, str]], now_s: float) -> TraceFilter:
             raise HTTPException(400, f"{name}: {exc}") from None
     since, until = bounds["since"], bounds["until"]
     min_duration: float | None = None
-    if single.get("min_duration_ms"):
-        try:
-            min_duration = float(single["min_duration_ms"])
-        except ValueError:
-            raise HTTPException(400, "min_duration_ms must be a number") from None
-        if not math.isfinite(min_duration) or abs(min_duration) > 1e12:
-            raise HTTPException(400, "min_duration_ms is out of range")
     limit = DEFAULT_LIMIT
-    if single.get("limit"):
-        try:
-            limit = int(single["limit"])
-        except ValueError:
-            raise HTTPException(400, "limit must be an integer") from None
+    try:
+        if single.get("min_duration_ms"):
+            min_duration = parse_float(single["min_duration_ms"], "min_duration_ms", -1e12, 1e12)
+        if single.get("limit"):  # clamped below, as §11 says; only its length and form are refused
+            limit = parse_int(single["limit"], "limit", -(2**63), 2**63)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
     return TraceFilter(
         service=single.get("service") or None,
         agent=single.get("agent") or None,

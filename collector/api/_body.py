@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from fastapi import HTTPException, Request
+from reach_collector.api._json_bounds import check_json
 
 __all__ = ["json_object"]
 
@@ -17,6 +18,7 @@ async def json_object(request: Request, limit: int = 65_536, *, optional: bool =
         raise HTTPException(413, f"body larger than {limit} bytes")
     if not raw.strip() and optional:
         return {}
+    check_json(raw)  # 400 for deep nesting or a lone surrogate, before json.loads recurses into it
     try:
         body = json.loads(raw)
     except ValueError as exc:

@@ -23,6 +23,7 @@ from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
 from reach_collector.api.fence import SiteFence
 from reach_collector.api.heartbeats import heartbeats_router
+from reach_collector.api.limits import UrlLimitMiddleware
 from reach_collector.api.metrics import metrics_router
 from reach_collector.api.oncall import oncall_router
 from reach_collector.api.tempo import tempo_router
@@ -155,6 +156,7 @@ def create_app(
     app.add_exception_handler(StoreUnavailable, _store_unavailable)
     app.add_exception_handler(StoreError, _store_refused)
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
+    app.add_middleware(UrlLimitMiddleware)  # outermost: an over-long request line costs nothing
     app.add_middleware(
         SiteFence,
         ingest_token=settings.ingest_token,

@@ -1,8 +1,8 @@
 """A small stdlib HTTP client for the query commands (no third-party HTTP dependency): the shared
-``--url``/``--token``/``--tz``/``--json`` arguments, GET/POST of JSON, the time zone tables print
-in, and the one way a command fails: ``reach-otel <command>: <what went wrong>`` on stderr, in
-words a user can act on (never an HTTP status code), exit 1 (2 for a bad argument). The query
-token goes only to the collector's origin: a redirect elsewhere is followed without it."""
+``--url``/``--token``/``--token-file``/``--tz``/``--json`` arguments, GET/POST of JSON, the time
+zone tables print in, and the one way a command fails: ``reach-otel <command>: <what went wrong>``
+on stderr, in words a user can act on (never an HTTP status code), exit 1 (2 for a bad argument).
+The query token goes only to the collector's origin: a redirect elsewhere is followed without it."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ from reach_collector.printable import escape_all
 
 DEFAULT_URL: Final = "http://127.0.0.1:4318"
 ZONE_ENV: Final = "REACH_OTEL_TZ"
+TOKEN_ENV: Final = "REACH_QUERY_TOKEN"
+_MAX_TOKEN_FILE: Final = 64 * 1024
 
 
 class QueryError(Exception):
@@ -43,12 +45,18 @@ def default_url() -> str:
 
 
 def add_query_arguments(parser: argparse.ArgumentParser, rendering: str = "a table") -> None:
-    """``--url``, ``--token``, ``--tz`` and ``--json``: what every command that queries a collector
-    takes."""
+    """``--url``, ``--token``, ``--token-file``, ``--tz`` and ``--json``: what every command that
+    queries a collector takes."""
     parser.add_argument(
         "--url", default=None, help=f"collector URL (default $REACH_OTEL_URL or {DEFAULT_URL})"
     )
-    parser.add_argument("--token", default=None, help="query token (default $REACH_QUERY_TOKEN)")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"query token (default ${TOKEN_ENV}; other local users can see a command line, so "
+        "prefer the variable or --token-file)",
+    )
+    parser.add_argument("--token-file", default=None, metavar="PATH", help="read the query token from PATH")
     parser.add_argument(
         "--tz",
         default=None,
@@ -84,15 +92,40 @@ def query_command(run: Callable[[argparse.Namespace], int]) -> Callable[[argpars
     return guarded
 
 
+def read_token_file(path: str, option: str = "--token-file") -> str:
+    """The token kept in the file at ``path`` (surrounding whitespace dropped); UsageError naming
+    ``option`` when it cannot be read or holds nothing."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            token = file.read(_MAX_TOKEN_FILE + 1).strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(f"{option} {path}: cannot read it ({why})") from None
+    if not token or len(token) > _MAX_TOKEN_FILE or any(ch.isspace() for ch in token):
+        raise UsageError(f"{option} {path}: expected one token on one line")
+    return token
+
+
+def query_token(args: argparse.Namespace) -> str | None:
+    """The query token a command sends: ``--token-file``, else ``--token`` (None: the requests
+    fall back to ``$REACH_QUERY_TOKEN``)."""
+    path = getattr(args, "token_file", None)
+    if path:
+        return read_token_file(path)
+    token = getattr(args, "token", None)
+    return str(token) if token else None
+
+
 def call(args: argparse.Namespace, path: str, body: Any = None, params: Any = None) -> Any:
     """GET ``path`` (or POST ``body`` to it) on the collector named by ``args.url``. Unless the
     command prints ``--json`` (whose encoding escapes them), control characters in the answer's
     strings come back escaped: a span name must not move the terminal's cursor or forge a line."""
     url = args.url or default_url()
+    token = query_token(args)
     if body is None:
-        answer = get_json(url, path, params, token=args.token)
+        answer = get_json(url, path, params, token=token)
     else:
-        answer = post_json(url, path, body, token=args.token)
+        answer = post_json(url, path, body, token=token)
     return answer if getattr(args, "json", False) else escape_all(answer)
 
 
@@ -214,7 +247,7 @@ _OPENER: Final = urllib.request.build_opener(_TokenStaysHome())
 
 
 def _send(request: urllib.request.Request, base_url: str, token: str | None, timeout: float) -> Any:
-    token = token or os.environ.get("REACH_QUERY_TOKEN")
+    token = token or os.environ.get(TOKEN_ENV)
     if token:
         request.add_header("authorization", f"Bearer {token}")
     try:
@@ -249,10 +282,10 @@ def _refusal(exc: urllib.error.HTTPError, base_url: str, sent_token: bool) -> st
     status, detail = exc.code, _detail(exc)
     if status == 401:
         if sent_token:
-            return "the collector refused the query token (--token or $REACH_QUERY_TOKEN)"
-        return "the collector wants a query token: pass --token or set $REACH_QUERY_TOKEN"
+            return f"the collector refused the query token (${TOKEN_ENV}, --token-file or --token)"
+        return f"the collector wants a query token: set ${TOKEN_ENV} or pass --token-file"
     if status == 403:
-        return "this token may not query the collector: use its query token (--token or $REACH_QUERY_TOKEN)"
+        return f"this token may not query the collector: use its query token (${TOKEN_ENV} or --token-file)"
     if status in (429, 503):
         wait = exc.headers.get("Retry-After") if exc.headers else None
         again = f"try again in {wait}s" if wait and wait.isdigit() else "try again shortly"

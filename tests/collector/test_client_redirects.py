@@ -36,7 +36,8 @@ class Recorder:
         auth = headers.get(b"authorization")
         self.seen.append((scope["path"], auth.decode() if auth else None))
         if scope["path"] == "/api/traces" and self.location:
-            start = {"status": 302, "headers": [(b"location", self.location.encode()), (b"content-length", b"0")]}
+            moved = [(b"location", self.location.encode()), (b"content-length", b"0")]
+            start = {"status": 302, "headers": moved}
             body = b""
         else:
             start = {"status": 200, "headers": [(b"content-type", b"application/json")]}

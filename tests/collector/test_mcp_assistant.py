@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -13,10 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from collector_helpers import multi_agent_trace
 from collector_process import CollectorProcess, free_port
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
+from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from reach_collector.assistant import compact_tree
 
@@ -72,8 +76,20 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CollectorPr
         yield collector, ids
 
 
-def stdio_target(url: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "reach_otel", "mcp", "--url", url])
+def stdio_target(url: str, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "reach_otel", "mcp", "--url", url, *extra],
+        env={**get_default_environment(), **(env or {})},
+    )
+
+
+def http_target(url: str, token: str) -> Any:
+    """The streamable HTTP transport to ``url``, sending ``token`` as the MCP server's credential."""
+    client = httpx2.AsyncClient(
+        headers={"authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300)
+    )
+    return streamable_http_client(url, http_client=client)
 
 
 def text(result: Any) -> str:
@@ -164,11 +180,13 @@ def test_streamable_http_serves_the_same_tools(live: tuple[CollectorProcess, lis
     collector, ids = live
     port = free_port()
     args = [sys.executable, "-m", "reach_otel", "mcp", "--url", collector.url, "--http", "--port", str(port)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, "REACH_MCP_TOKEN": "mcp-secret-1"}
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_port(port, proc)
         calls = [("search_traces", {"limit": 50}), ("get_trace", {"trace_id": "not-a-trace"})]
-        names, (search, malformed) = asyncio.run(session(f"http://127.0.0.1:{port}/mcp", calls))
+        target = http_target(f"http://127.0.0.1:{port}/mcp", "mcp-secret-1")
+        names, (search, malformed) = asyncio.run(session(target, calls))
     finally:
         proc.terminate()
         try:
@@ -198,15 +216,17 @@ def test_compact_tree_caps_long_traces() -> None:
     assert lines[-1].startswith("… 200 more span(s) left out")
 
 
-def test_the_query_token_is_sent(tmp_path: Path) -> None:
+def test_the_query_token_is_sent_from_the_environment_or_a_file(tmp_path: Path) -> None:
     config = tmp_path / "reach.yaml"
     config.write_text("auth: {query_token: q-secret-1}\n")
+    token_file = tmp_path / "query-token"
+    token_file.write_text("q-secret-1\n")
     with CollectorProcess(tmp_path / "traces.duckdb", "--config", str(config)) as collector:
-        with_token = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "reach_otel", "mcp", "--url", collector.url, "--token", "q-secret-1"],
-        )
-        _, (allowed,) = asyncio.run(session(with_token, [("search_traces", {})]))
+        from_env = stdio_target(collector.url, env={"REACH_QUERY_TOKEN": "q-secret-1"})
+        from_file = stdio_target(collector.url, "--token-file", str(token_file))
+        _, (by_env,) = asyncio.run(session(from_env, [("search_traces", {})]))
+        _, (by_file,) = asyncio.run(session(from_file, [("search_traces", {})]))
         _, (refused,) = asyncio.run(session(stdio_target(collector.url), [("search_traces", {})]))
-    assert answer(allowed) == {"traces": []}
+    assert answer(by_env) == {"traces": []}
+    assert answer(by_file) == {"traces": []}
     assert refused.is_error and "wants a query token" in text(refused)

@@ -126,7 +126,11 @@ def create_app(
             if owns_store:
                 store.close()
 
-    app = FastAPI(title="reach-otel collector", version=__version__, lifespan=lifespan)
+    # No /docs or /redoc: FastAPI's pages load Swagger UI and ReDoc from a CDN (nothing offline, and
+    # no way to send the query token); /openapi.json, behind the query token, describes every route.
+    app = FastAPI(
+        title="reach-otel collector", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     app.state.settings = settings
     app.state.store = store
     app.state.writer = writer

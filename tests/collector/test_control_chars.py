@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,6 +77,8 @@ def test_forged_names_stay_on_their_own_line_in_the_log_and_the_mcp_tree(tmp_pat
             assert time.monotonic() < deadline, "the failing agent raised no alert"
             time.sleep(0.2)
         tree, agents = _get_trace(collector.url, trace_id)
+        cli_tree = _cli("trace", trace_id, "--url", collector.url)
+        cli_table = _cli("traces", "--url", collector.url)
     finally:
         log = collector.stop()
 
@@ -95,6 +99,24 @@ def test_forged_names_stay_on_their_own_line_in_the_log_and_the_mcp_tree(tmp_pat
     assert "\x1b" not in tree and "\u202e" not in tree
     # The other tools' JSON answers carry the same strings escaped.
     assert agents == [escape_controls(EVIL_AGENT)] and agents[0].startswith("Payments\\n2026")
+
+    # The CLI's tree and table: escaped too, no escape sequence reaches the terminal.
+    for shown in (cli_tree, cli_table):
+        assert "\x1b" not in shown and "\u202e" not in shown and "\r" not in shown, shown
+        assert not any(
+            line.lstrip(" │├└─").startswith(("execute_tool", "SYSTEM NOTE")) for line in shown.splitlines()
+        )
+    assert "lookup\\n" in cli_tree
+
+
+def _cli(*args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
+    env["COLUMNS"] = "400"  # no folding: each span on one line
+    done = subprocess.run(
+        [sys.executable, "-m", "reach_otel", *args], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_escape_controls_names_each_kind() -> None:

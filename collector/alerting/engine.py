@@ -208,10 +208,19 @@ class AlertEngine:
         log_attempt(self._log, attempt)
 
     def replay(
-        self, since: float, until: float, step: float | None = None, data: AlertData | None = None
+        self,
+        since: float,
+        until: float,
+        step: float | None = None,
+        data: AlertData | None = None,
+        *,
+        cancelled: Callable[[], bool] | None = None,
     ) -> ReplayResult:
-        """Pure replay with this engine's rules (fresh state; touches nothing of the live engine)."""
-        return replay(self.rules, data or self.data, since, until, step or self.interval_s)
+        """Pure replay with this engine's rules (fresh state; touches nothing of the live engine);
+        stops with ReplayCancelled once ``cancelled()`` is true."""
+        return replay(
+            self.rules, data or self.data, since, until, step or self.interval_s, cancelled=cancelled
+        )
 
 
 def build_engine(

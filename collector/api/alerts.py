@@ -6,11 +6,14 @@ acking an episode again answers 200 with ``already_acknowledged: true``."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from reach_collector.alerting.engine import AlertEngine
-from reach_collector.alerting.replay import parse_replay_request
+from reach_collector.alerting.replay import ReplayCancelled, parse_replay_request
 from reach_collector.api._body import json_object
 from reach_collector.store.alert_history import DuckDBHistory
 from starlette.concurrency import run_in_threadpool
@@ -24,6 +27,8 @@ ACK: Final = "/api/alerts/{fingerprint}/ack"
 ANONYMOUS: Final = "anonymous"  # who acked, when the request does not say
 _MAX_BY: Final = 256
 _MAX_COMMENT: Final = 2048
+_DISCONNECT_POLL_S: Final = 0.2  # how soon a replay notices that its client went away
+T = TypeVar("T")
 
 
 def parse_ack(body: dict[str, Any]) -> tuple[str, str | None]:
@@ -35,6 +40,18 @@ def parse_ack(body: dict[str, Any]) -> tuple[str, str | None]:
     if comment is not None and (not isinstance(comment, str) or len(comment) > _MAX_COMMENT):
         raise ValueError(f"comment: expected a string of ≤ {_MAX_COMMENT} characters")
     return by.strip(), (comment.strip() or None) if comment is not None else None
+
+
+async def _while_connected(request: Request, work: Callable[[Callable[[], bool]], T]) -> T:
+    """``work(cancelled)`` on a worker thread; ``cancelled()`` turns true once the client has
+    disconnected, so work that checks it as it goes stops instead of computing for nobody."""
+    gone = threading.Event()
+    task = asyncio.ensure_future(run_in_threadpool(work, gone.is_set))
+    while not task.done():
+        await asyncio.wait({task}, timeout=_DISCONNECT_POLL_S)
+        if not task.done() and not gone.is_set() and await request.is_disconnected():
+            gone.set()
+    return task.result()
 
 
 def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> APIRouter:
@@ -76,20 +93,22 @@ def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> 
         }
 
     @router.post(REPLAY)
-    async def post_replay(request: Request) -> dict[str, Any]:
+    async def post_replay(request: Request) -> Any:
         body = await json_object(request)
         try:
-            since, until, step = parse_replay_request(body, engine.interval_s)
+            since, until, step = parse_replay_request(body, engine.interval_s, engine.clock())
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
 
-        def run() -> dict[str, Any]:
-            return engine.replay(since, until, step).to_dict()
+        def run(cancelled: Callable[[], bool]) -> dict[str, Any]:
+            return engine.replay(since, until, step, cancelled=cancelled).to_dict()
 
         try:
-            return await run_in_threadpool(run)  # pure: notifies no one, records nothing
-        except ValueError as exc:
+            return await _while_connected(request, run)  # pure: notifies no one, records nothing
+        except ValueError as exc:  # over the cost cap: refused before any evaluation
             raise HTTPException(400, str(exc)) from None
+        except ReplayCancelled:
+            return Response(status_code=499)  # nobody is listening; nginx's "client closed request"
 
     @router.get(DELIVERIES)
     def get_deliveries(

@@ -7,8 +7,8 @@ from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException
 from reach_collector import metrics
-from reach_collector.api.timeparse import parse_time_ns
 from reach_collector.store.base import TraceStore
+from reach_collector.times import parse_time_ns
 from reach_collector.windows import WindowError, parse_window
 
 __all__ = ["AGENTS", "GOLDEN", "TIMESERIES", "metrics_router"]

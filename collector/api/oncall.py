@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException
 from reach_collector.alerting.engine import AlertEngine
-from reach_collector.api.timeparse import parse_time_ns
+from reach_collector.times import parse_time_ns
 
 __all__ = ["ONCALL", "oncall_router"]
 

@@ -25,6 +25,8 @@ from reach_collector.cli.formats import parse_zone, when
 __all__ = ["deliveries_text", "register", "run_ack", "run_alerts", "run_deliveries", "run_replay"]
 
 WIDTH = 80  # the deliveries listing fits a classic terminal by default
+# A replay at the collector's cost cap can take minutes over a large store; hanging up stops it.
+REPLAY_TIMEOUT_S = 600.0
 
 
 def _instant(value: str, name: str) -> str:
@@ -148,7 +150,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.step:
         request["step"] = args.step
     requested_zone(args)
-    body = call(args, "/api/alerts/replay", body=request)
+    body = call(args, "/api/alerts/replay", body=request, post_timeout=REPLAY_TIMEOUT_S)
     if not print_json(args, body):
         from reach_collector.cli.render import console, zone_heading
 

@@ -116,16 +116,19 @@ def query_token(args: argparse.Namespace) -> str | None:
     return str(token) if token else None
 
 
-def call(args: argparse.Namespace, path: str, body: Any = None, params: Any = None) -> Any:
-    """GET ``path`` (or POST ``body`` to it) on the collector named by ``args.url``. Unless the
-    command prints ``--json`` (whose encoding escapes them), control characters in the answer's
-    strings come back escaped: a span name must not move the terminal's cursor or forge a line."""
+def call(
+    args: argparse.Namespace, path: str, body: Any = None, params: Any = None, post_timeout: float = 30.0
+) -> Any:
+    """GET ``path`` (or POST ``body`` to it, waiting ``post_timeout`` seconds for the answer) on
+    the collector named by ``args.url``. Unless the command prints ``--json`` (whose encoding
+    escapes them), control characters in the answer's strings come back escaped: a span name must
+    not move the terminal's cursor or forge a line."""
     url = args.url or default_url()
     token = query_token(args)
     if body is None:
         answer = get_json(url, path, params, token=token)
     else:
-        answer = post_json(url, path, body, token=token)
+        answer = post_json(url, path, body, token=token, timeout=post_timeout)
     return answer if getattr(args, "json", False) else escape_all(answer)
 
 

@@ -135,7 +135,11 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
         print(f"reach-otel collector decoding: {decoding}", file=out)
         alerting = app.state.alerts.setup.alerting
         if alerting.evaluate:
-            push = ", pushed to Alertmanager" if alerting.alertmanager_url else ""
+            from reach_collector.redact_url import redact_url
+
+            am, registry = alerting.alertmanager_url, alerting.registry
+            push = f", pushed to Alertmanager at {redact_url(am)}" if am else ""
+            push += f"; P2 deregisters at {redact_url(registry)}" if registry else ""
             print(
                 f"reach-otel collector alerting: evaluated here every {alerting.interval_s:g}s{push}",
                 file=out,

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 from reach_collector import config as _config
 from reach_collector.config import ConfigError, parse_duration
+from reach_collector.redact_url import redact_url
 
 # The collector's own validators, shared so every config error reads the same way.
 mapping = _config._mapping
@@ -56,7 +57,8 @@ def url(value: Any, key: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise ConfigError(f"{key}: expected an http:// or https:// URL or null, got {value!r}")
+        shown = redact_url(value) if isinstance(value, str) else value  # a typo may still hold a token
+        raise ConfigError(f"{key}: expected an http:// or https:// URL or null, got {shown!r}")
     return value.rstrip("/")
 
 

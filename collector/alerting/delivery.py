@@ -3,6 +3,7 @@
 Nothing sleeps: a failed retryable delivery is due again at ``now + backoff`` and the engine's next
 ``flush(now)`` (driven by the injected clock) tries it, so a receiver answering 500 gets the
 notification once it recovers. 4xx and other non-retryable answers are recorded once and dropped.
+Records show a URL redacted; the real one is only sent to.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reach_collector.alerting.webhook import Sender
+from reach_collector.redact_url import redact_url, scrub
 
 __all__ = ["Backoff", "Delivery", "DeliveryAttempt", "RetryQueue"]
 
@@ -51,7 +53,8 @@ class Delivery:
 
 @dataclass(frozen=True)
 class DeliveryAttempt:
-    """The record of one attempt (or of a delivery that could not be attempted at all)."""
+    """The record of one attempt (or of a delivery that could not be attempted at all); ``url``
+    is shown redacted and ``error`` carries none of its secrets."""
 
     time: float
     delivery_id: int
@@ -142,6 +145,7 @@ class RetryQueue:
         retry_at: float | None = None,
         url: str | None = "",
     ) -> DeliveryAttempt:
+        shown = d.url if url == "" else url
         attempt = DeliveryAttempt(
             time=now,
             delivery_id=d.id,
@@ -149,11 +153,11 @@ class RetryQueue:
             fingerprint=d.fingerprint,
             alertname=d.alertname,
             recipient=d.recipient,
-            url=d.url if url == "" else url,
+            url=redact_url(shown) if shown else shown,
             attempt=d.attempts,
             ok=ok,
             retryable=retryable,
-            error=error,
+            error=scrub(error, d.url) if error and d.url else error,
             next_retry_at=retry_at,
             agent=d.agent,
         )

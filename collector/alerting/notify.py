@@ -24,7 +24,8 @@ from reach_collector.alerting.events import log_escalation
 from reach_collector.alerting.links import AlertLinks
 from reach_collector.alerting.rotation import on_call
 from reach_collector.alerting.state import Alert, AlertState
-from reach_collector.alerting.webhook import Sender, webhook_payload
+from reach_collector.alerting.webhook import Sender, webhook_payload, with_path
+from reach_collector.redact_url import redact_url
 
 __all__ = ["INHIBIT_RULES", "NotificationPipeline", "inhibited"]
 
@@ -234,16 +235,15 @@ class NotificationPipeline:
             "agent": agent,
             "state": alert.state.value,
             "fingerprint": alert.fingerprint,
-            "registry": registry,
+            "registry": redact_url(registry) if registry else None,
             "paged": False,
             "summary": alert.annotations.get("summary", ""),
         }
         self._log.warning("%s", json.dumps(line, sort_keys=True))
         if firing and registry:
             body = {"agent_id": agent}
-            self.queue.submit(
-                self._delivery(alert, "deregister", f"{registry}/deregister", body, "registry", now), now
-            )
+            url = with_path(registry, "deregister")
+            self.queue.submit(self._delivery(alert, "deregister", url, body, "registry", now), now)
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from reach_collector.alerting.delivery import DeliveryAttempt, Record
 from reach_collector.alerting.links import AlertLinks
 from reach_collector.alerting.state import Alert, AlertState
-from reach_collector.alerting.webhook import Sender, v2_alert
+from reach_collector.alerting.webhook import Sender, v2_alert, with_path
+from reach_collector.redact_url import redact_url, scrub
 
 __all__ = ["AlertmanagerPusher"]
 
@@ -28,7 +29,7 @@ class AlertmanagerPusher:
         links: AlertLinks | None = None,
         record: Record | None = None,
     ) -> None:
-        self.url = alertmanager_url.rstrip("/") + "/api/v2/alerts"
+        self.url = with_path(alertmanager_url, "api/v2/alerts")
         self._sender = sender
         self._resend = resend_delay_s
         self._valid_for = 4 * max(resend_delay_s, interval_s)  # Prometheus: 4 × max(resend, interval)
@@ -73,11 +74,11 @@ class AlertmanagerPusher:
             fingerprint=",".join(a.fingerprint for _, a in due),
             alertname=",".join(sorted({a.alertname for _, a in due})),
             recipient="alertmanager",
-            url=self.url,
+            url=redact_url(self.url),
             attempt=1,
             ok=error is None,
             retryable=retryable,
-            error=error,
+            error=scrub(error, self.url) if error else None,
         )
         self._record(attempt)
         return attempt

@@ -2,15 +2,17 @@
 and ``HttpSender`` which returns ``(retryable, error)`` like Alertmanager's notifiers.
 
 Retryable: 5xx answers, timeouts, connection errors. Never retried: 4xx (and any other non-2xx),
-malformed URLs — the receiver will not change its mind.
+malformed URLs — the receiver will not change its mind. An error never quotes the URL's secrets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from reach_collector.alerting.state import Alert, AlertState, iso
+from reach_collector.redact_url import redact_url, scrub
 
 if TYPE_CHECKING:
     import httpx
@@ -22,6 +24,7 @@ __all__ = [
     "Sender",
     "v2_alert",
     "webhook_payload",
+    "with_path",
 ]
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's endsAt of an alert that has not ended
@@ -60,14 +63,15 @@ class HttpSender:
         try:
             response = self._client.post(url, json=body)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
-            return SendOutcome(False, f"bad URL {url!r}: {exc}")
+            return SendOutcome(False, f"bad URL {redact_url(url)!r}: {scrub(str(exc), url)}")
         except httpx.TimeoutException as exc:
             return SendOutcome(True, f"timeout: {type(exc).__name__}")
         except httpx.TransportError as exc:  # refused, reset, DNS: the receiver may come back
-            return SendOutcome(True, f"connection error: {type(exc).__name__}: {exc}")
+            return SendOutcome(True, f"connection error: {type(exc).__name__}: {scrub(str(exc), url)}")
         if response.is_success:
             return SendOutcome(False, None)
-        detail = f"HTTP {response.status_code}: {response.text[:200]}"
+        # A receiver's error page may quote the request back, token and all.
+        detail = f"HTTP {response.status_code}: {scrub(response.text[:200], url)}"
         return SendOutcome(response.status_code >= 500, detail)
 
     def close(self) -> None:
@@ -121,6 +125,16 @@ def webhook_payload(
         "alerts": [_v4_alert(alert, generator, links)],
         "recipient": dict(recipient),
     }
+
+
+def with_path(url: str, path: str) -> str:
+    """``url`` with ``path`` joined onto its path; its query stays a query
+    (``http://reg/api?key=1`` + ``deregister`` → ``http://reg/api/deregister?key=1``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. a bad IPv6 literal: the sender reports it, the URL stays as given
+        return url.rstrip("/") + "/" + path.lstrip("/")
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
 
 def v2_alert(

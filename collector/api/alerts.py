@@ -15,6 +15,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from reach_collector.alerting.engine import AlertEngine
 from reach_collector.alerting.replay import ReplayCancelled, parse_replay_request
 from reach_collector.api._body import json_object
+from reach_collector.redact_url import redact_url, scrub
 from reach_collector.store.alert_history import DuckDBHistory
 from starlette.concurrency import run_in_threadpool
 
@@ -40,6 +41,14 @@ def parse_ack(body: dict[str, Any]) -> tuple[str, str | None]:
     if comment is not None and (not isinstance(comment, str) or len(comment) > _MAX_COMMENT):
         raise ValueError(f"comment: expected a string of ≤ {_MAX_COMMENT} characters")
     return by.strip(), (comment.strip() or None) if comment is not None else None
+
+
+def _shown(delivery: dict[str, Any]) -> dict[str, Any]:
+    url = delivery.get("url")
+    if not url:
+        return delivery
+    error = delivery.get("error")
+    return {**delivery, "url": redact_url(url), "error": scrub(error, url) if error else error}
 
 
 async def _while_connected(request: Request, work: Callable[[Callable[[], bool]], T]) -> T:
@@ -114,8 +123,10 @@ def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> 
     def get_deliveries(
         fingerprint: str | None = None, failed: bool = False, limit: int = Query(1000, ge=1, le=10_000)
     ) -> dict[str, Any]:
-        """Delivery attempts, oldest first: the last ``limit`` (of one alert; only failed ones)."""
+        """Delivery attempts, oldest first: the last ``limit`` (of one alert; only failed ones).
+        URLs are shown redacted, errors without their secrets — rows recorded before they were
+        stored that way included."""
         found = history.deliveries(fingerprint, limit, failed=failed) if history is not None else []
-        return {"deliveries": found}
+        return {"deliveries": [_shown(d) for d in found]}
 
     return router

@@ -74,17 +74,21 @@ class RecordingSender:
 
 
 class Receiver:
-    """A real HTTP receiver on a free 127.0.0.1 port: records JSON bodies, answers from a script
-    of status codes (then 200), optionally after a delay."""
+    """A real HTTP receiver on a free 127.0.0.1 port: records JSON bodies (and each request's
+    Authorization header), answers from a script of status codes (then 200), optionally after a
+    delay; with ``echo``, an error answer quotes the request's path and query back, as some
+    receivers do."""
 
-    def __init__(self, statuses: list[int] | None = None, delay_s: float = 0.0) -> None:
+    def __init__(self, statuses: list[int] | None = None, delay_s: float = 0.0, echo: bool = False) -> None:
         import http.server
         import json
         import threading
 
         self.statuses = list(statuses or [])
         self.delay_s = delay_s
+        self.echo = echo
         self.received: list[tuple[str, Any]] = []
+        self.authorization: list[str | None] = []
         self.answered: list[int] = []
         owner = self
 
@@ -93,17 +97,20 @@ class Receiver:
                 length = int(self.headers.get("content-length", "0"))
                 body = json.loads(self.rfile.read(length) or b"null")
                 owner.received.append((self.path, body))
+                owner.authorization.append(self.headers.get("authorization"))
                 if owner.delay_s:
                     import time
 
                     time.sleep(owner.delay_s)
                 status = owner.statuses.pop(0) if owner.statuses else 200
                 owner.answered.append(status)
+                echo = owner.echo and status >= 400
+                answer = json.dumps({"error": f"no {self.path}"}).encode() if echo else b"{}"
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
-                self.send_header("content-length", "2")
+                self.send_header("content-length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"{}")
+                self.wfile.write(answer)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -160,7 +160,7 @@ def create_app(
     app.add_exception_handler(StoreUnavailable, _store_unavailable)
     app.add_exception_handler(StoreError, _store_refused)
     app.add_middleware(AuthMiddleware, ingest_token=settings.ingest_token, query_token=settings.query_token)
-    app.add_middleware(UrlLimitMiddleware)  # outermost: an over-long request line costs nothing
+    app.add_middleware(UrlLimitMiddleware)  # before auth and every route: a long request line costs nothing
     app.add_middleware(
         SiteFence,
         ingest_token=settings.ingest_token,

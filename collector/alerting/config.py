@@ -116,6 +116,10 @@ class BurnRateRuleConfig:
     enabled: bool = True
 
 
+# Rule evaluations one replay request may cost (steps × rules): a long range wants a larger step.
+REPLAY_MAX_EVALUATIONS: Final = 20_000
+
+
 @dataclass(frozen=True)
 class AlertingConfig:
     interval_s: float = 15.0
@@ -133,6 +137,7 @@ class AlertingConfig:
     # False: this collector evaluates no rules (another one does, or two push to an Alertmanager
     # cluster that deduplicates: SPEC §16); it still serves the shared alert history.
     evaluate: bool = True
+    replay_max_evaluations: int = REPLAY_MAX_EVALUATIONS  # per POST /api/alerts/replay
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,14 @@ def _load(doc: Mapping[str, Any], time_zone: str, configured: bool) -> AlertingS
 
 def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
     key = "alerting"
-    only(spec, key, {"interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url", "evaluate"})
+    only(
+        spec,
+        key,
+        {
+            "interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url", "evaluate",
+            "replay_max_evaluations",
+        },
+    )  # fmt: skip
     thresholds = {}
     for agent, ms in mapping(spec.get("thresholds"), f"{key}.thresholds").items():
         thresholds[agent] = number({agent: ms}, agent, f"{key}.thresholds", 0, 1e-9, 1e12)
@@ -240,7 +252,18 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         repeat_s=duration(spec, "repeat", key, 1800.0),
         alertmanager_url=url(spec.get("alertmanager_url"), f"{key}.alertmanager_url"),
         evaluate=flag(spec, "evaluate", key, True),
+        replay_max_evaluations=_replay_cap(spec, key),
     )
+
+
+def _replay_cap(spec: Mapping[str, Any], key: str) -> int:
+    value = spec.get("replay_max_evaluations", REPLAY_MAX_EVALUATIONS)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000_000:
+        raise ConfigError(
+            f"{key}.replay_max_evaluations: expected a whole number of rule evaluations per replay, "
+            f"1 to 1000000000, got {value!r:.60}"
+        )
+    return value
 
 
 def _success_rate(spec: Mapping[str, Any]) -> SuccessRateRuleConfig:

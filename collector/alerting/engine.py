@@ -217,9 +217,16 @@ class AlertEngine:
         cancelled: Callable[[], bool] | None = None,
     ) -> ReplayResult:
         """Pure replay with this engine's rules (fresh state; touches nothing of the live engine);
-        stops with ReplayCancelled once ``cancelled()`` is true."""
+        at most ``alerting.replay_max_evaluations`` rule evaluations; stops with ReplayCancelled
+        once ``cancelled()`` is true."""
         return replay(
-            self.rules, data or self.data, since, until, step or self.interval_s, cancelled=cancelled
+            self.rules,
+            data or self.data,
+            since,
+            until,
+            step or self.interval_s,
+            max_evaluations=self.setup.alerting.replay_max_evaluations,
+            cancelled=cancelled,
         )
 
 

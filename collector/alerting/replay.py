@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from reach_collector.alerting.config import REPLAY_MAX_EVALUATIONS
 from reach_collector.alerting.data import AlertData
 from reach_collector.alerting.evaluator import Evaluator
 from reach_collector.alerting.rules import Rule
@@ -32,9 +33,9 @@ __all__ = [
 
 log = logging.getLogger("reach_collector.alerting")
 
-# Rule evaluations per request (steps × rules): 3.5 days at 15 s with the three default rules
-# would be 60 000, so a long range wants a larger step. Setting: alerting.replay_max_evaluations.
-MAX_EVALUATIONS: Final = 20_000
+# Rule evaluations per request (steps × rules) unless alerting.replay_max_evaluations says: 3.5
+# days at 15 s with the three default rules would be 60 000, so a long range wants a larger step.
+MAX_EVALUATIONS: Final = REPLAY_MAX_EVALUATIONS
 _SETTING: Final = "alerting.replay_max_evaluations"
 
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from reach_collector.durations import DurationError, parse_duration_s
+from reach_collector.limits import LIMIT_KEYS, ServerLimits, parse_limits
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
@@ -71,6 +72,8 @@ class Settings:
     insecure_bind: bool = False
     # Host names served besides loopback's when no token guards a scope (DNS rebinding, §11).
     allowed_hosts: tuple[str, ...] = ()
+    # Connections, timeouts and bytes in flight (``limits``): what a slow or flooding client may hold.
+    limits: ServerLimits = field(default_factory=ServerLimits)
     time_zone: str = "UTC"
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # Sections other modules own (alerting, users, schedules, ...), validated for shape only.
@@ -179,7 +182,8 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     _only(
         server,
         "server",
-        {"host", "port", "grpc_port", "max_body_bytes", "max_row_bytes", "decode_workers", "allowed_hosts"},
+        {"host", "port", "grpc_port", "max_body_bytes", "max_row_bytes", "decode_workers", "allowed_hosts"}
+        | LIMIT_KEYS,
     )
     if "allowed_hosts" in server:
         values["allowed_hosts"] = _host_names(server["allowed_hosts"], "server.allowed_hosts")
@@ -195,6 +199,7 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
         values["max_body_bytes"] = _int(server["max_body_bytes"], "server.max_body_bytes", 1024, 2**31)
     if "max_row_bytes" in server:
         values["max_row_bytes"] = _int(server["max_row_bytes"], "server.max_row_bytes", 1024, 2**40)
+    values["limits"] = parse_limits(server, values.get("max_body_bytes", DEFAULT_MAX_BODY))
     storage = _mapping(doc.get("storage"), "storage")
     _only(storage, "storage", {"db", "retention", "memory_limit", "threads"})
     if "db" in storage:

@@ -141,6 +141,7 @@ def create_app(
         pool,
         on_received=exposition.spans_received,
         max_row_bytes=settings.max_row_bytes,
+        max_inflight_bytes=settings.limits.max_inflight_bytes,
     )
     app.state.retention = retention
     app.state.exposition = exposition

@@ -20,6 +20,7 @@ from reach_collector.ingest.decode import (
 )
 from reach_collector.ingest.service import DecoderUnavailable, IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
+from starlette.requests import ClientDisconnect
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +44,30 @@ def error_response(status: int, media: str, message: str, retry_after: int | Non
     return Response(body, status_code=status, media_type=media, headers=headers)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+class _InFlightFull(Exception):
+    """The bytes of the bodies being read or decoded are at their bound: 429, retry shortly."""
+
+
+async def _read_body(request: Request, ingest: IngestService, held: list[int]) -> bytes:
+    """The body, each chunk reserved against ``ingest``'s in-flight bound as it is read (a declared
+    length that does not fit is refused before any of it is read). ``held[0]`` says how much is
+    reserved, for the caller to release once the body is decoded."""
+    limit = ingest.max_body_bytes
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
-    body = bytearray()
+    if declared.isdigit():
+        if int(declared) > limit:
+            raise BodyTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
+        if not ingest.fits(int(declared)):
+            raise _InFlightFull
+    chunks: list[bytes] = []
     async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
+        if held[0] + len(chunk) > limit:
             raise BodyTooLarge(f"body exceeds the limit of {limit} bytes")
-    return bytes(body)
+        if not ingest.reserve(len(chunk)):
+            raise _InFlightFull
+        held[0] += len(chunk)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 @router.post(TRACES_PATH)
@@ -62,23 +77,24 @@ async def export_traces(request: Request) -> Response:
         media = media_type(request.headers.get("content-type"))
     except BodyError as exc:
         return error_response(exc.status, JSON, str(exc))
-    # Bodies being read or decoded are bounded too (the write queue only counts decoded spans),
-    # so a flood of large uploads gets 429s instead of growing memory.
-    if ingest.inflight_bytes >= ingest.max_inflight_bytes:
-        return error_response(429, media, "too many requests in flight; retry", retry_after=1)
-    held = 0
+    # Bodies being read or decoded are bounded too (the write queue only counts decoded spans):
+    # a flood of large or slow uploads gets 429s instead of growing memory.
+    held = [0]
     try:
-        body = await _read_body(request, ingest.max_body_bytes)
-        held = len(body)
-        ingest.inflight_bytes += held
+        body = await _read_body(request, ingest, held)
         batch = await ingest.decode_async(body, media, request.headers.get("content-encoding"))
+    except _InFlightFull:
+        return error_response(429, media, "too many request bytes in flight; retry", retry_after=1)
+    except ClientDisconnect:  # gone mid-body: nobody reads an answer, and it is no error of ours
+        return error_response(400, media, "the client went away before its body ended")
     except BodyError as exc:
         ingest.stats.requests_rejected += 1
         return error_response(exc.status, media, str(exc))
     except DecoderUnavailable as exc:
         return error_response(503, media, str(exc), retry_after=5)
     finally:
-        ingest.inflight_bytes -= held
+        body = b""  # the bytes go before the reservation does
+        ingest.release(held[0])
     try:
         future = ingest.submit(batch)
     except QueueFull as exc:

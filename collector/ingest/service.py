@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest import cost, fast
+from reach_collector.ingest import cost, fast, memory
 from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
@@ -45,6 +45,7 @@ class IngestService:
         workers: int | None = None,
         split_min_bytes: int = 32 << 10,
         max_row_bytes: int = cost.DEFAULT_MAX_ROW_BYTES,
+        max_inflight_bytes: int | None = None,
     ) -> None:
         self.writer = writer
         self._on_received = on_received  # (spans received, of which rejected), per request
@@ -54,9 +55,14 @@ class IngestService:
         self.max_row_bytes = max_row_bytes
         self.pool = pool
         self.stats = IngestStats()
-        # Request bytes read but not yet decoded (touched only on the event loop thread).
+        # Request bytes being read or decoded (touched only on the event loop thread): a body
+        # reserves each chunk as it arrives (``reserve``), so a flood of large or slow uploads
+        # gets 429s instead of memory; the write queue counts only decoded spans.
         self.inflight_bytes = 0
-        self.max_inflight_bytes = max(256 << 20, 4 * max_body_bytes)
+        self.max_inflight_bytes = (
+            max(256 << 20, 4 * max_body_bytes) if max_inflight_bytes is None else max_inflight_bytes
+        )
+        self._trimmer = memory.Trimmer(threshold=self.max_inflight_bytes // 4)
         # Pieces being decoded in the pool right now (event loop thread only), and the pool's size.
         self._decoding = 0
         # ProcessPoolExecutor keeps its size private; it has been ``_max_workers`` since it exists.
@@ -64,6 +70,25 @@ class IngestService:
             workers if workers is not None else int(getattr(pool, "_max_workers", 1) if pool else 0)
         )
         self.split_min_bytes = split_min_bytes
+
+    def fits(self, size: int) -> bool:
+        """Whether ``size`` more request bytes would stay within the in-flight bound now."""
+        return self.inflight_bytes + size <= self.max_inflight_bytes
+
+    def reserve(self, size: int) -> bool:
+        """Count ``size`` more request bytes as held, unless that would pass the bound."""
+        if not self.fits(size):
+            return False
+        self.inflight_bytes += size
+        self._trimmer.held(self.inflight_bytes)
+        return True
+
+    def release(self, size: int) -> None:
+        """The bytes of ``reserve`` are no longer held; once nothing is, the memory large
+        bodies used is handed back to the system (see ``ingest.memory``)."""
+        self.inflight_bytes -= size
+        if self.inflight_bytes == 0:
+            self._trimmer.idle()
 
     async def decode_async(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Decode in a thread through the compiled path when it takes the request (it runs without

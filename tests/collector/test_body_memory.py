@@ -1,6 +1,7 @@
 """Bodies still being read count against the collector's memory bound, on a real collector on
 loopback: held-open OTLP uploads get further ingest a 429 with Retry-After, the collector's memory
-stays within the bound, and it is handed back once they close."""
+stays within the bound, and it is handed back once they close; a JSON body over its 64 KB limit is
+refused before it is read whole."""
 
 from __future__ import annotations
 
@@ -122,3 +123,27 @@ def test_held_open_bodies_stay_in_the_bound_and_further_ingest_gets_429(
     while rss_mib(pid) - base > IN_FLIGHT / MIB / 2:  # handed back, not kept for the next flood
         assert time.monotonic() < deadline, f"RSS still {rss_mib(pid) - base:.0f} MiB up after they closed"
         time.sleep(0.2)
+
+
+def test_a_json_body_over_its_limit_is_refused_before_it_is_read(collector: CollectorProcess) -> None:
+    assert collector.proc is not None
+    pid = collector.proc.pid
+    base = rss_mib(pid)
+    started = time.monotonic()
+    upload = Upload(collector.port, "/api/heartbeats", "application/json", declared=None)
+    try:
+        upload.send(64 * MIB)  # stops when the server answers
+        assert upload.answered(wait=10)
+        assert upload.status == 413, upload.answer
+        # The server stopped at 64 KB; what was sent beyond it sat in socket buffers.
+        assert upload.sent < 16 * MIB, f"{upload.sent >> 20} MiB sent before the 413"
+    finally:
+        upload.close()
+    assert rss_mib(pid) - base < 16
+    declared = Upload(collector.port, "/api/heartbeats", "application/json", declared=400 * MIB)
+    try:  # a declared length over the limit: answered before a byte of the body is sent
+        assert declared.answered(wait=5)
+        assert declared.status == 413, declared.answer
+    finally:
+        declared.close()
+    assert time.monotonic() - started < 10

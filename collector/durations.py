@@ -1,5 +1,6 @@
 """Duration strings, one parser for every caller (config, query lookbacks, windows, Tempo, replay):
-``250ms``, ``30s``, ``5m``, ``1h30m``, ``7d``, ``1w`` and Go's ``ns``/``us``/``µs`` → seconds.
+``250ms``, ``30s``, ``5m``, ``1h30m``, ``7d``, ``1w`` and Go's ``ns``/``us``/``µs`` → seconds; and
+the exact spelling of a length that it reads back (``window=`` in alert links, the startup line).
 
 One pass over at most ``MAX_CHARS`` characters, so a hostile value costs nothing: a regex that
 searches for terms (``findall``) backtracks over every digit run and is quadratic in its length.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
-__all__ = ["FORM", "MAX_CHARS", "UNIT_S", "DurationError", "parse_duration_s"]
+__all__ = ["FORM", "MAX_CHARS", "UNIT_S", "DurationError", "format_duration_s", "parse_duration_s"]
 
 MAX_CHARS: Final = 32  # "1h30m15s250ms" is 13; nothing real is longer
 UNIT_S: Final = {
@@ -65,3 +66,14 @@ def parse_duration_s(text: str, name: str = "duration", *, units: Collection[str
             raise DurationError(f"{name}: expected {FORM} (units {allowed}); got {_shown(text)}")
         total += float(number) * UNIT_S[unit]
     return total
+
+
+def format_duration_s(seconds: float) -> str:
+    """The shortest spelling ``parse_duration_s`` reads back as exactly ``seconds``: 300 → ``5m``,
+    86400 → ``1d``, 90 → ``90s``, 0.25 → ``0.25s``."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{seconds:.9f}".rstrip("0") + "s"

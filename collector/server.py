@@ -13,8 +13,8 @@ from dataclasses import replace
 from types import FrameType
 from typing import TextIO
 
-from reach_collector.alerting.rules import _fmt_window
 from reach_collector.config import Settings, check_bind
+from reach_collector.durations import format_duration_s
 
 
 class StartupError(Exception):
@@ -119,7 +119,9 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
             print("reach-otel collector: OTLP/gRPC off", file=out)
         where = describe_store(settings, store)
         kept = (
-            f"spans kept {_fmt_window(settings.retention_s)}" if settings.retention_s > 0 else "retention off"
+            f"spans kept {format_duration_s(settings.retention_s)}"
+            if settings.retention_s > 0
+            else "retention off"
         )
         print(f"reach-otel collector data: {where}; {kept}", file=out)
         if settings.auth_enabled:

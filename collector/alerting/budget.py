@@ -20,9 +20,9 @@ from typing import Any, Final, Protocol
 
 from reach_collector.alerting._checks import duration, flag, number, only
 from reach_collector.alerting.config import SEVERITIES, severity
-from reach_collector.alerting.rules import _fmt_window
 from reach_collector.alerting.state import Sample, iso
 from reach_collector.config import ConfigError
+from reach_collector.durations import format_duration_s
 
 __all__ = ["WARNING", "BudgetData", "BudgetRule", "BudgetRuleConfig", "budget_rules", "parse_budget"]
 
@@ -105,7 +105,7 @@ class BudgetRule:
 
     @property
     def generator_path(self) -> str:
-        return f"/api/topology?window={_fmt_window(min(self.window_s, 7 * 86400))}"
+        return f"/api/topology?window={format_duration_s(min(self.window_s, 7 * 86400))}"
 
     def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
         since = iso(active_at - self.window_s) or ""
@@ -129,7 +129,7 @@ class BudgetRule:
                 continue  # an unpriced model: its cost is unknown, so is whether it is over
             elapsed = min(c.window_s, max(now - first_ns / _NS, 0.0))
             projection = spent * c.window_s / elapsed if elapsed > 0 else float("inf")
-            window = _fmt_window(c.window_s)
+            window = format_duration_s(c.window_s)
             annotations = {
                 "spent": f"{spent:.6g}",
                 "limit": f"{limit:g}",

@@ -19,8 +19,8 @@ from typing import Any, Final, Protocol
 
 from reach_collector.alerting._checks import duration, flag, only
 from reach_collector.alerting.config import SEVERITIES, severity
-from reach_collector.alerting.rules import _fmt_window
 from reach_collector.alerting.state import Sample, iso
+from reach_collector.durations import format_duration_s
 
 __all__ = ["INFO", "DriftData", "DriftRule", "DriftRuleConfig", "cycle_through", "parse_drift"]
 
@@ -93,7 +93,7 @@ class DriftRule:
 
     @property
     def generator_path(self) -> str:
-        return f"/api/topology?window={_fmt_window(self.window_s)}"
+        return f"/api/topology?window={format_duration_s(self.window_s)}"
 
     def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
         """The traces through the new edge's source since it appeared."""
@@ -119,7 +119,7 @@ class DriftRule:
             what = f"new cycle {' → '.join(cycle)}" if cycle else "new edge"
             annotations = {
                 "summary": f"{source} → {target}: {what}, first seen {iso(at / 1e9)} from {shown} "
-                f"(not seen in the {_fmt_window(self.config.baseline_s)} before)",
+                f"(not seen in the {format_duration_s(self.config.baseline_s)} before)",
                 "value": "1",
                 "service_version": version or "",
                 "first_seen": iso(at / 1e9) or "",

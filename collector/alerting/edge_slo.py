@@ -17,8 +17,9 @@ from typing import Any, Protocol
 
 from reach_collector.alerting._checks import count, duration, flag, number, only
 from reach_collector.alerting.config import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
-from reach_collector.alerting.rules import _fmt_window, _since, burning
+from reach_collector.alerting.rules import _since, burning
 from reach_collector.alerting.state import Sample
+from reach_collector.durations import format_duration_s
 
 __all__ = ["EdgeData", "EdgeSLORule", "EdgeSLORuleConfig", "parse_edge_slo"]
 
@@ -83,7 +84,7 @@ class EdgeSLORule:
 
     @property
     def generator_path(self) -> str:
-        return f"/api/topology?window={_fmt_window(self.window_s)}"
+        return f"/api/topology?window={format_duration_s(self.window_s)}"
 
     def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
         """The target's failed traces since the window that first breached."""
@@ -106,7 +107,7 @@ class EdgeSLORule:
         out = []
         for (source, target), (burn, window) in sorted(found.items()):
             _n, taken, committed = stats[window.long_s][(source, target)]
-            pair = f"{_fmt_window(window.long_s)}/{_fmt_window(window.short_s)}"
+            pair = f"{format_duration_s(window.long_s)}/{format_duration_s(window.short_s)}"
             out.append(
                 Sample(
                     {"source": source, "target": target, "agent": target},

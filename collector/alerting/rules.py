@@ -23,6 +23,7 @@ from reach_collector.alerting.config import (
 )
 from reach_collector.alerting.data import AgentWindowStats, AlertData
 from reach_collector.alerting.state import Sample, iso
+from reach_collector.durations import format_duration_s
 
 __all__ = [
     "BurnRateRule",
@@ -67,19 +68,12 @@ def _labels(agent: str, service: str | None) -> dict[str, str]:
     return {"agent": agent, "service": service or ""}
 
 
-def _fmt_window(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
-
-
 def _enough(stats: AgentWindowStats, min_calls: int) -> bool:
     return stats.calls >= max(min_calls, 1)
 
 
 def _golden(window_s: float) -> str:
-    return f"/api/metrics/golden?window={_fmt_window(window_s)}&by=agent"
+    return f"/api/metrics/golden?window={format_duration_s(window_s)}&by=agent"
 
 
 def _since(active_at: float, window_s: float) -> str:
@@ -123,8 +117,8 @@ class SuccessRateRule:
                         _labels(agent, stats.service),
                         rate,
                         {
-                            "summary": f"{agent}: success rate {rate:.1%} over {_fmt_window(self.window_s)} "
-                            f"(below {self.below:.0%})",
+                            "summary": f"{agent}: success rate {rate:.1%} over "
+                            f"{format_duration_s(self.window_s)} (below {self.below:.0%})",
                             "value": f"{rate:.4g}",
                             "calls": str(stats.calls),
                             "errors": str(stats.errors),
@@ -173,7 +167,7 @@ class LatencyRule:
                         stats.p99_ms,
                         {
                             "summary": f"{agent}: p99 {stats.p99_ms:.0f} ms over "
-                            f"{_fmt_window(self.window_s)} (above {self.factor:g} × {threshold:g} ms)",
+                            f"{format_duration_s(self.window_s)} (above {self.factor:g} × {threshold:g} ms)",
                             "value": f"{stats.p99_ms:.4g}",
                             "threshold_ms": f"{threshold:g}",
                             "calls": str(stats.calls),
@@ -254,7 +248,7 @@ class BurnRateRule:
         ):
             long, short = data.agent_stats(now, window.long_s), data.agent_stats(now, window.short_s)
             service = long[agent].service or short[agent].service
-            pair = f"{_fmt_window(window.long_s)}/{_fmt_window(window.short_s)}"
+            pair = f"{format_duration_s(window.long_s)}/{format_duration_s(window.short_s)}"
             out.append(
                 Sample(
                     _labels(agent, service),

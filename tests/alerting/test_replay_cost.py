@@ -5,7 +5,6 @@ collector process on loopback, watched through its CPU time and its log)."""
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import Any
@@ -16,20 +15,12 @@ import yaml
 from alerting_fakes import MIN, T0, ScriptedData
 from alerting_live import live_collector
 from collector_process import CollectorProcess
-from reach_collector import cli
 from reach_collector.alerting import load_alerting
 from reach_collector.alerting.replay import MAX_EVALUATIONS, ReplayCancelled, replay, replay_steps
 from reach_collector.alerting.rules import build_rules
 from reach_collector.alerting.state import iso
 from reach_collector.config import ConfigError, parse_duration
-
-
-def run_cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="reach-otel")
-    cli.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
+from test_alerts_cli import run as run_cli
 
 
 def _range(minutes: float) -> dict[str, Any]:

@@ -107,6 +107,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
                     settings.grpc_port,
                     ingest_token=settings.ingest_token,
                     query_token=settings.query_token,
+                    limits=settings.limits,
                 )
             except (OSError, RuntimeError) as exc:
                 where = f"{settings.host}:{settings.grpc_port}"

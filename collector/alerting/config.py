@@ -7,6 +7,7 @@ A bad value raises ``ConfigError`` naming the key path and the reason, e.g.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 SEVERITIES: Final = ("P0", "P1", "P2")
+_LABEL: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a Prometheus label name
 SUCCESS_RATE: Final = "ReachSuccessRateLow"
 LATENCY: Final = "ReachP99LatencyHigh"
 HEARTBEAT: Final = "ReachAgentHeartbeatLost"
@@ -134,6 +136,11 @@ class AlertingConfig:
     drifts: tuple[DriftRuleConfig, ...] = ()
     repeat_s: float = 1800.0
     alertmanager_url: str | None = None
+    # Pages grouped as Alertmanager groups them (grouping.py). group_wait 0: the alerts one evaluation
+    # fires go in one message at once (P0 pages at once); group_interval bounds a group's later news.
+    group_by: tuple[str, ...] = ("alertname",)
+    group_wait_s: float = 0.0
+    group_interval_s: float = 60.0
     # False: this collector evaluates no rules (another one does, or two push to an Alertmanager
     # cluster that deduplicates: SPEC §16); it still serves the shared alert history.
     evaluate: bool = True
@@ -219,7 +226,7 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         key,
         {
             "interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url", "evaluate",
-            "replay_max_evaluations",
+            "replay_max_evaluations", "group_by", "group_wait", "group_interval",
         },
     )  # fmt: skip
     thresholds = {}
@@ -253,7 +260,21 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         alertmanager_url=url(spec.get("alertmanager_url"), f"{key}.alertmanager_url"),
         evaluate=flag(spec, "evaluate", key, True),
         replay_max_evaluations=_replay_cap(spec, key),
+        group_by=_group_by(spec.get("group_by", ["alertname"]), f"{key}.group_by"),
+        group_wait_s=duration(spec, "group_wait", key, 0.0),
+        group_interval_s=duration(spec, "group_interval", key, 60.0),
     )
+
+
+def _group_by(value: Any, key: str) -> tuple[str, ...]:
+    """Label names (``[]``: one group per receiver and severity) or ``["..."]``: every label."""
+    if value == ["..."]:
+        return ("...",)
+    if not isinstance(value, list) or not all(isinstance(v, str) and _LABEL.match(v) for v in value):
+        raise ConfigError(
+            f'{key}: expected a list of label names like [alertname, agent] or ["..."], got {value!r}'
+        )
+    return tuple(dict.fromkeys(value))
 
 
 def _replay_cap(spec: Mapping[str, Any], key: str) -> int:

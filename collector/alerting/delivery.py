@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from reach_collector.alerting.webhook import Sender
@@ -35,7 +35,9 @@ class Backoff:
 
 @dataclass
 class Delivery:
-    """One message to one destination (a person's webhook, the registry's deregister hook)."""
+    """One message to one destination (a person's webhook, the registry's deregister hook) about
+    one alert or a group of them (``fingerprint`` and ``alertname`` then list them, comma-separated).
+    """
 
     kind: str  # firing | repeat | escalation | resolved | deregister
     url: str
@@ -47,8 +49,11 @@ class Delivery:
     next_at: float = 0.0
     attempts: int = 0
     id: int = 0
-    key: tuple[str, str, str] = field(default=("", "", ""))  # a newer one to the same key supersedes
-    agent: str = ""  # the alert's agent label, for the log line
+    agent: str = ""  # the alerts' agent label when they share one, for the log line
+
+    @property
+    def fingerprints(self) -> frozenset[str]:
+        return frozenset(self.fingerprint.split(","))
 
 
 @dataclass(frozen=True)
@@ -89,13 +94,14 @@ class RetryQueue:
 
     def submit(self, delivery: Delivery, now: float) -> None:
         """Queue for sending at the next flush; an older queued message to the same destination
-        about the same alert is superseded (its receiver would only get outdated news)."""
+        about the same alerts (or fewer of them) is superseded: its receiver would only get
+        outdated news."""
         delivery.id = next(self._ids)
         delivery.next_at = now
-        delivery.key = (delivery.fingerprint, delivery.recipient, delivery.url)
         kept = []
         for old in self._pending:
-            if old.key == delivery.key:
+            same = (old.recipient, old.url) == (delivery.recipient, delivery.url)
+            if same and old.fingerprints <= delivery.fingerprints:
                 self._note(old, now, ok=False, error=f"superseded by a {delivery.kind} notification")
             else:
                 kept.append(old)

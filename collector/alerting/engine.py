@@ -135,8 +135,8 @@ class AlertEngine:
         return self.pipeline.flush(self.clock() if now is None else now)
 
     def next_wakeup(self) -> float | None:
-        """When the loop should call again: the next evaluation or the next due retry."""
-        candidates = [self.pipeline.queue.next_due()]
+        """When the loop should call again: the next evaluation, a due retry or a held message."""
+        candidates = [self.pipeline.next_due()]
         if self.last_tick is not None:
             candidates.append(self.last_tick + self.interval_s)
         return min((c for c in candidates if c is not None), default=None)

@@ -2,7 +2,8 @@
 acknowledgement and failed delivery (§12), INFO for what went as planned, WARNING for a failure.
 
 Every line starts ``alert <event>:`` then the alert name, severity, agent and fingerprint, so
-``grep <fingerprint>`` follows one alert from firing to its resolve. Pending and dropped-pending
+``grep <fingerprint>`` follows one alert from firing to its resolve (a grouped page's line lists
+the fingerprints of every alert in it). URLs appear redacted. Pending and dropped-pending
 transitions are DEBUG: nothing is sent for them.
 """
 
@@ -80,8 +81,10 @@ def log_ack(
 def log_attempt(log: logging.Logger, a: DeliveryAttempt) -> None:
     """One delivery attempt: a page delivered (INFO), a failure (WARNING, with what happens next),
     a superseded message (INFO); a successful Alertmanager push is DEBUG (it repeats while firing)."""
-    to = f"{a.recipient}" + (f" at {a.url}" if a.url else "")
-    head = f"{a.alertname}" + (f" agent={a.agent}" if a.agent else "") + f" fp={a.fingerprint}"
+    to = f"{a.recipient}" + (f" at {a.url}" if a.url else "")  # the URL as recorded: redacted
+    many = a.fingerprint.count(",") + 1
+    counted = f" {many} alerts" if many > 1 else ""  # a group's message: every fingerprint listed
+    head = f"{a.alertname}{counted}" + (f" agent={a.agent}" if a.agent else "") + f" fp={a.fingerprint}"
     if a.ok:
         if a.kind in PAGE_KINDS:
             log.info("alert page sent: %s (%s) to %s, attempt %d", head, a.kind, to, a.attempt)

@@ -8,6 +8,9 @@ alerts are re-examined each time, so a P1 still firing when the P0 resolves is t
 action is a structured log line plus ``POST {registry}/deregister``; it pages nobody. An alert a rule
 routes to an owner (``owner_of`` names the agent, e.g. an edge SLO's target) takes that agent's
 ``owners`` route when it has one, else its severity's.
+
+What is owed to one receiver goes out grouped, as Alertmanager groups it (grouping.py): the alerts
+that come due together for a person share one webhook message naming each of them.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from typing import Any, Final
 from reach_collector.alerting.config import AlertingSetup, Route, Targets
 from reach_collector.alerting.delivery import Backoff, Delivery, DeliveryAttempt, Record, RetryQueue
 from reach_collector.alerting.events import log_escalation
+from reach_collector.alerting.grouping import Grouper, Message, Notice
 from reach_collector.alerting.links import AlertLinks
 from reach_collector.alerting.rotation import on_call
 from reach_collector.alerting.state import Alert, AlertState
-from reach_collector.alerting.webhook import Sender, webhook_payload, with_path
+from reach_collector.alerting.webhook import PagedAlert, Sender, webhook_payload, with_path
 from reach_collector.redact_url import redact_url
 
 __all__ = ["INHIBIT_RULES", "NotificationPipeline", "inhibited"]
@@ -86,7 +90,9 @@ class NotificationPipeline:
     ) -> None:
         self.setup = setup
         self.owner_of = owner_of
+        config = setup.alerting
         self.queue = RetryQueue(sender, record or (lambda attempt: None), backoff)
+        self.groups = Grouper(config.group_by, config.group_wait_s, config.group_interval_s)
         self.external_url = external_url.rstrip("/")
         self.paging = paging
         self.links = links or AlertLinks(self.external_url)
@@ -98,7 +104,7 @@ class NotificationPipeline:
     def process(self, now: float, alerts: Sequence[Alert]) -> list[DeliveryAttempt]:
         """Plan what is owed for these alerts, then attempt every due delivery."""
         self.plan(now, alerts)
-        return self.queue.flush(now)
+        return self.flush(now)
 
     def plan(self, now: float, alerts: Sequence[Alert]) -> None:
         """Queue what is owed for these alerts (no I/O besides the P2 log line)."""
@@ -123,8 +129,17 @@ class NotificationPipeline:
         self._episodes = {fp: e for fp, e in self._episodes.items() if fp in keep}
 
     def flush(self, now: float) -> list[DeliveryAttempt]:
-        """Attempt the deliveries whose retry time has come (between evaluations)."""
+        """Send the group messages whose time has come, then attempt every due delivery (retries
+        too, between evaluations)."""
+        for message in self.groups.due(now, self._owed):
+            self._submit(message, now)
         return self.queue.flush(now)
+
+    def next_due(self) -> float | None:
+        """When ``flush`` has something to do next: a retry or a held group message."""
+        return min(
+            (t for t in (self.queue.next_due(), self.groups.next_due()) if t is not None), default=None
+        )
 
     def route(self, alert: Alert) -> Route | None:
         """The owner's route of the agent the alert's rule routes by, else the severity's."""
@@ -202,20 +217,53 @@ class NotificationPipeline:
             self._send(alert, user, via, kind, ep.step, now)
 
     def _send(self, alert: Alert, user: str, via: str, kind: str, step: int, now: float) -> None:
+        """Owe ``user`` this notification: it joins the alert's group for that user."""
         contact = self.setup.users.get(user)
         if contact is None or contact.webhook is None:
-            self._undeliverable(alert, user, kind, now, f"user {user!r} has no webhook configured")
-            return
-        recipient = {"user": user, "via": via, "reason": kind, "step": step, "severity": alert.severity}
-        body = webhook_payload(
-            alert,
-            receiver=user,
-            external_url=self.external_url,
-            generator=self.links.generator(alert),
-            recipient=recipient,
-            links=self.links.annotations(alert),
+            notice = Notice(alert, user, via, kind, step, None, f"user {user!r} has no webhook configured")
+        else:
+            notice = Notice(alert, user, via, kind, step, contact.webhook)
+        self.groups.add(notice, now)
+
+    def _owed(self, notice: Notice) -> bool:
+        """A held repeat or escalation is dropped once its episode is acknowledged or over."""
+        if notice.kind not in ("repeat", "escalation"):
+            return True
+        episode = self._episodes.get(notice.alert.fingerprint)
+        return episode is not None and episode.fired_at == notice.alert.fired_at and episode.acked_by is None
+
+    def _submit(self, message: Message, now: float) -> None:
+        alerts = message.alerts
+        agents = {a.labels.get("agent", "") for a in alerts}
+        delivery = Delivery(
+            message.kind,
+            message.url or "",
+            {},
+            ",".join(a.fingerprint for a in alerts),
+            ",".join(sorted({a.alertname for a in alerts})),
+            message.receiver,
+            created_at=now,
+            agent=agents.pop() if len(agents) == 1 else "",
         )
-        self.queue.submit(self._delivery(alert, kind, contact.webhook, body, user, now), now)
+        if message.url is None:
+            self.queue.undeliverable(delivery, now, message.error or "no destination")
+            return
+        recipient = {
+            "user": message.receiver,
+            "via": message.via,
+            "reason": message.kind,
+            "step": message.step,
+            "severity": message.severity,
+        }
+        delivery.body = webhook_payload(
+            [PagedAlert(a, self.links.generator(a), self.links.annotations(a)) for a in alerts],
+            receiver=message.receiver,
+            external_url=self.external_url,
+            group_key=message.group_key,
+            group_labels=message.group_labels,
+            recipient=recipient,
+        )
+        self.queue.submit(delivery, now)
 
     def _action(self, alert: Alert, ep: _Episode, now: float) -> None:
         registry = self.setup.alerting.registry
@@ -254,7 +302,7 @@ class NotificationPipeline:
         return Delivery(kind, url, body, alert.fingerprint, alert.alertname, who, created_at=now, agent=agent)
 
     def _undeliverable(self, alert: Alert, who: str, kind: str, now: float, error: str) -> None:
-        self.queue.undeliverable(self._delivery(alert, kind, "", {}, who, now), now, error)
+        self.groups.add(Notice(alert, who, who, kind, 0, None, error), now)
 
 
 def _describe(targets: Targets | None) -> str:

@@ -7,7 +7,7 @@ malformed URLs — the receiver will not change its mind. An error never quotes 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ZERO_TIME",
     "HttpSender",
+    "PagedAlert",
     "SendOutcome",
     "Sender",
     "v2_alert",
@@ -99,30 +100,45 @@ def _v4_alert(alert: Alert, generator: str, links: Mapping[str, str] | None) -> 
     }
 
 
+class PagedAlert(NamedTuple):
+    """One alert of a message, with where its data is (``generator``) and its links."""
+
+    alert: Alert
+    generator: str
+    links: Mapping[str, str] | None = None
+
+
+def _common(maps: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    first, *rest = maps
+    return {k: v for k, v in first.items() if all(m.get(k) == v for m in rest)}
+
+
 def webhook_payload(
-    alert: Alert,
+    alerts: Sequence[PagedAlert],
     *,
     receiver: str,
     external_url: str,
-    generator: str,
+    group_key: str,
+    group_labels: Mapping[str, str],
     recipient: Mapping[str, Any],
-    links: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Alertmanager webhook JSON version 4 for one alert (grouped by all its labels) + recipient;
-    ``links`` (traces, ack URL) are added to its annotations."""
-    labels = dict(alert.labels)
-    group = ", ".join(f'{k}="{labels[k]}"' for k in sorted(labels))
+    """Alertmanager webhook JSON version 4 for one group's message + recipient: every alert named
+    in ``alerts`` (none truncated), its links (traces, ack URL) added to its annotations; the
+    message is firing while any of its alerts is."""
+    if not alerts:
+        raise ValueError("a webhook message names at least one alert")
+    firing = any(p.alert.state is not AlertState.RESOLVED for p in alerts)
     return {
         "version": "4",
-        "groupKey": f'{{}}/{{severity="{alert.severity}"}}:{{{group}}}',
+        "groupKey": group_key,
         "truncatedAlerts": 0,
-        "status": _status(alert),
+        "status": "firing" if firing else "resolved",
         "receiver": receiver,
-        "groupLabels": labels,
-        "commonLabels": labels,
-        "commonAnnotations": _annotations(alert, links),
+        "groupLabels": dict(group_labels),
+        "commonLabels": _common([p.alert.labels for p in alerts]),
+        "commonAnnotations": _common([_annotations(p.alert, p.links) for p in alerts]),
         "externalURL": external_url,
-        "alerts": [_v4_alert(alert, generator, links)],
+        "alerts": [_v4_alert(p.alert, p.generator, p.links) for p in alerts],
         "recipient": dict(recipient),
     }
 

@@ -198,11 +198,17 @@ def _cell(value: Any, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
+def _alerts(delivery: dict[str, Any]) -> str:
+    """A grouped message's agent cell when its alerts name several agents: how many alerts."""
+    many = len(delivery.get("fingerprints") or ())
+    return f"{many} alerts" if many > 1 else ""
+
+
 def deliveries_text(deliveries: list[dict[str, Any]], width: int = WIDTH, zone: tzinfo | None = None) -> str:
     """Delivery attempts as a table of at most ``width`` columns: one line per attempt (time,
-    alert, agent, kind, recipient, attempt number, delivered or not), and a failure's reason on
-    the lines below, wrapped. Times (in ``zone``, default UTC) are never cut; long names are
-    shortened with an ellipsis."""
+    alert, agent or how many alerts a grouped message named, kind, recipient, attempt number,
+    delivered or not), and a failure's reason on the lines below, wrapped. Times (in ``zone``,
+    default UTC) are never cut; long names are shortened with an ellipsis."""
     zone = zone or parse_zone("UTC")
     if not deliveries:
         return "no delivery attempts"
@@ -211,7 +217,7 @@ def deliveries_text(deliveries: list[dict[str, Any]], width: int = WIDTH, zone: 
         (
             when(d.get("time"), zone),
             d.get("alertname") or "",
-            d.get("agent") or "",
+            d.get("agent") or _alerts(d),
             d.get("kind") or "",
             d.get("recipient") or "",
             str(d.get("attempt") or ""),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Final
@@ -176,11 +177,17 @@ class DuckDBHistory:
         self, fingerprint: str | None = None, limit: int = 1000, *, failed: bool = False
     ) -> list[dict[str, Any]]:
         """The last ``limit`` delivery attempts, oldest first (optionally of one alert, or only the
-        failed ones)."""
-        conditions, params = [], []
+        failed ones). A grouped message names its alerts' fingerprints comma-separated; each row
+        lists them in ``fingerprints``, and ``agent`` is the agent they share (else null)."""
+        conditions: list[str] = []
+        params: list[Any] = []
         if fingerprint:
-            conditions.append("fingerprint = ?")
-            params.append(fingerprint)
+            if _HEX16.fullmatch(fingerprint):  # 16 hex digits: a substring match is a member match
+                conditions.append("fingerprint LIKE ?")
+                params.append(f"%{fingerprint}%")
+            else:
+                conditions.append("fingerprint = ?")
+                params.append(fingerprint)
         if failed:
             conditions.append("NOT ok")
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
@@ -194,7 +201,7 @@ class DuckDBHistory:
         # The agent comes from the alert's labels (a delivery row names only the fingerprint).
         agents: dict[str, Any] = {}
         if rows:
-            fps = sorted({r[2] for r in rows})
+            fps = sorted({fp for r in rows for fp in str(r[2]).split(",")})
             for fp, labels in self._store.query(
                 "SELECT fingerprint, argMax(labels, time_ns) FROM alert_transitions "
                 f"WHERE fingerprint IN ({', '.join('?' * len(fps))}) GROUP BY fingerprint",
@@ -211,7 +218,8 @@ class DuckDBHistory:
                 "error": r[9],
                 "next_retry_at": iso(_s(r[10])),
                 "delivery_id": r[11],
-                "agent": agents.get(r[2]),
+                "fingerprints": str(r[2]).split(","),
+                "agent": _shared({agents.get(fp) for fp in str(r[2]).split(",")}),
             }
             for r in rows
         ]
@@ -223,6 +231,13 @@ _EPISODE_COLUMNS: Final = (
 )
 # Transitions at the same instant (for: 0 goes inactive → pending → firing at once): later state wins.
 _RANK: Final = {"pending": 1, "firing": 2, "resolved": 3}
+
+
+_HEX16: Final = re.compile(r"[0-9a-f]{16}")
+
+
+def _shared(agents: set[Any]) -> Any:
+    return agents.pop() if len(agents) == 1 else None
 
 
 def _order(row: Sequence[Any]) -> tuple[int, int]:

@@ -141,6 +141,7 @@ class AlertingConfig:
     group_by: tuple[str, ...] = ("alertname",)
     group_wait_s: float = 0.0
     group_interval_s: float = 60.0
+    registry_per_minute: int = 30  # deregistration calls at most; the rest wait their turn
     # False: this collector evaluates no rules (another one does, or two push to an Alertmanager
     # cluster that deduplicates: SPEC §16); it still serves the shared alert history.
     evaluate: bool = True
@@ -226,7 +227,7 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         key,
         {
             "interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url", "evaluate",
-            "replay_max_evaluations", "group_by", "group_wait", "group_interval",
+            "replay_max_evaluations", "group_by", "group_wait", "group_interval", "registry_per_minute",
         },
     )  # fmt: skip
     thresholds = {}
@@ -263,6 +264,7 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         group_by=_group_by(spec.get("group_by", ["alertname"]), f"{key}.group_by"),
         group_wait_s=duration(spec, "group_wait", key, 0.0),
         group_interval_s=duration(spec, "group_interval", key, 60.0),
+        registry_per_minute=_per_minute(spec, "registry_per_minute", key, 30),
     )
 
 
@@ -275,6 +277,15 @@ def _group_by(value: Any, key: str) -> tuple[str, ...]:
             f'{key}: expected a list of label names like [alertname, agent] or ["..."], got {value!r}'
         )
     return tuple(dict.fromkeys(value))
+
+
+def _per_minute(spec: Mapping[str, Any], name: str, key: str, default: int) -> int:
+    value = spec.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
+        raise ConfigError(
+            f"{key}.{name}: expected a whole number of calls a minute, 1 to 100000, got {value!r}"
+        )
+    return value
 
 
 def _replay_cap(spec: Mapping[str, Any], key: str) -> int:

@@ -3,20 +3,24 @@
 Nothing sleeps: a failed retryable delivery is due again at ``now + backoff`` and the engine's next
 ``flush(now)`` (driven by the injected clock) tries it, so a receiver answering 500 gets the
 notification once it recovers. 4xx and other non-retryable answers are recorded once and dropped.
-Records show a URL redacted; the real one is only sent to.
+A destination may be rate-bounded (``per_minute``: the registry): its calls past the bound wait,
+in order, for the minute to free a slot. Records show a URL redacted; the real one is only sent to.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from reach_collector.alerting.webhook import Sender
 from reach_collector.redact_url import redact_url, scrub
 
 __all__ = ["Backoff", "Delivery", "DeliveryAttempt", "RetryQueue"]
+
+_MINUTE: Final = 60.0
 
 
 @dataclass(frozen=True)
@@ -83,14 +87,23 @@ Record = Callable[[DeliveryAttempt], None]
 
 
 class RetryQueue:
-    """Pending deliveries; ``flush(now)`` tries each due one once and records the outcome."""
+    """Pending deliveries; ``flush(now)`` tries each due one once and records the outcome.
+    ``per_minute`` bounds the calls (first attempts and retries) to a recipient in any minute."""
 
-    def __init__(self, sender: Sender, record: Record, backoff: Backoff | None = None) -> None:
+    def __init__(
+        self,
+        sender: Sender,
+        record: Record,
+        backoff: Backoff | None = None,
+        per_minute: Mapping[str, int] | None = None,
+    ) -> None:
         self._sender = sender
         self._record = record
         self.backoff = backoff or Backoff()
         self._pending: list[Delivery] = []
         self._ids = itertools.count(1)
+        self._limits = dict(per_minute or {})
+        self._calls: dict[str, deque[float]] = {r: deque() for r in self._limits}
 
     def submit(self, delivery: Delivery, now: float) -> None:
         """Queue for sending at the next flush; an older queued message to the same destination
@@ -107,6 +120,18 @@ class RetryQueue:
                 kept.append(old)
         self._pending = [*kept, delivery]
 
+    def cancel(self, fingerprint: str, recipient: str, now: float, why: str) -> bool:
+        """Drop a queued delivery about this alert to this recipient (recorded with ``why``)."""
+        found = [d for d in self._pending if (d.fingerprint, d.recipient) == (fingerprint, recipient)]
+        for d in found:
+            self._pending.remove(d)
+            self._note(d, now, ok=False, error=why)
+        return bool(found)
+
+    def waiting(self, recipient: str) -> int:
+        """Deliveries to ``recipient`` not attempted yet (held by its bound, or not yet due)."""
+        return sum(1 for d in self._pending if d.recipient == recipient and d.attempts == 0)
+
     def undeliverable(self, delivery: Delivery, now: float, error: str) -> None:
         """Record a delivery that has no destination (e.g. a user without a webhook)."""
         delivery.id = next(self._ids)
@@ -117,6 +142,9 @@ class RetryQueue:
         self._pending = [d for d in self._pending if d.next_at > now]
         attempts = []
         for delivery in due:
+            if not self._slot(delivery, now):
+                self._pending.append(delivery)  # in order: it goes first when a slot frees
+                continue
             delivery.attempts += 1
             retryable, error = self._sender(delivery.url, delivery.body)
             retry_at = None
@@ -132,6 +160,20 @@ class RetryQueue:
                 )
             )
         return attempts
+
+    def _slot(self, delivery: Delivery, now: float) -> bool:
+        """Whether the recipient's bound lets this call go now; if not, when it may (next_at)."""
+        limit = self._limits.get(delivery.recipient)
+        if limit is None:
+            return True
+        calls = self._calls[delivery.recipient]
+        while calls and calls[0] <= now - _MINUTE:
+            calls.popleft()
+        if len(calls) >= limit:
+            delivery.next_at = calls[0] + _MINUTE
+            return False
+        calls.append(now)
+        return True
 
     def next_due(self) -> float | None:
         return min((d.next_at for d in self._pending), default=None)

@@ -10,7 +10,9 @@ routes to an owner (``owner_of`` names the agent, e.g. an edge SLO's target) tak
 ``owners`` route when it has one, else its severity's.
 
 What is owed to one receiver goes out grouped, as Alertmanager groups it (grouping.py): the alerts
-that come due together for a person share one webhook message naming each of them.
+that come due together for a person share one webhook message naming each of them. The registry's
+deregistrations are bounded to ``registry_per_minute`` calls; the rest wait their turn, and one
+whose heartbeat resumes first is never sent.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ log = logging.getLogger("reach_collector.alerting")
 
 # (source severity, target severity, labels that must be equal): Alertmanager inhibit_rules.
 INHIBIT_RULES: Final = (("P0", "P1", ("agent",)),)
+REGISTRY: Final = "registry"  # the recipient of deregistrations
 
 
 def inhibited(alerts: Sequence[Alert]) -> set[str]:
@@ -91,13 +94,15 @@ class NotificationPipeline:
         self.setup = setup
         self.owner_of = owner_of
         config = setup.alerting
-        self.queue = RetryQueue(sender, record or (lambda attempt: None), backoff)
+        bound = {REGISTRY: config.registry_per_minute}
+        self.queue = RetryQueue(sender, record or (lambda attempt: None), backoff, per_minute=bound)
         self.groups = Grouper(config.group_by, config.group_wait_s, config.group_interval_s)
         self.external_url = external_url.rstrip("/")
         self.paging = paging
         self.links = links or AlertLinks(self.external_url)
         self._log = logger or log
         self._episodes: dict[str, _Episode] = {}
+        self._registry_waiting = 0  # as last logged
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -133,10 +138,12 @@ class NotificationPipeline:
         too, between evaluations)."""
         for message in self.groups.due(now, self._owed):
             self._submit(message, now)
-        return self.queue.flush(now)
+        attempts = self.queue.flush(now)
+        self._note_registry_backlog()
+        return attempts
 
     def next_due(self) -> float | None:
-        """When ``flush`` has something to do next: a retry or a held group message."""
+        """When ``flush`` has something to do next: a retry, a held group message, a registry slot."""
         return min(
             (t for t in (self.queue.next_due(), self.groups.next_due()) if t is not None), default=None
         )
@@ -291,7 +298,24 @@ class NotificationPipeline:
         if firing and registry:
             body = {"agent_id": agent}
             url = with_path(registry, "deregister")
-            self.queue.submit(self._delivery(alert, "deregister", url, body, "registry", now), now)
+            self.queue.submit(self._delivery(alert, "deregister", url, body, REGISTRY, now), now)
+        elif not firing:  # still waiting for a registry slot: the agent is back, leave it registered
+            self.queue.cancel(alert.fingerprint, REGISTRY, now, "superseded: its heartbeat resumed first")
+
+    def _note_registry_backlog(self) -> None:
+        """One line when the deregistrations waiting for the registry's bound change in number."""
+        waiting = self.queue.waiting(REGISTRY)
+        if waiting == self._registry_waiting:
+            return
+        bound = self.setup.alerting.registry_per_minute
+        if waiting:
+            self._log.warning(
+                "alert deregistrations: %d waiting for the registry (at most %d calls a minute, "
+                "alerting.registry_per_minute)", waiting, bound,
+            )  # fmt: skip
+        else:
+            self._log.info("alert deregistrations: none waiting for the registry any more")
+        self._registry_waiting = waiting
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -57,7 +57,12 @@ def _sent(sender: RecordingSender) -> list[tuple[str, str, list[str]]]:
 
 def test_defaults() -> None:
     a = load_alerting({}).alerting
-    assert (a.group_by, a.group_wait_s, a.group_interval_s) == (("alertname",), 0, 60)
+    assert (a.group_by, a.group_wait_s, a.group_interval_s, a.registry_per_minute) == (
+        ("alertname",),
+        0,
+        60,
+        30,
+    )
     b = load_alerting(
         {"alerting": {"group_by": ["alertname", "agent"], "group_wait": "30s", "group_interval": "5m"}}
     ).alerting
@@ -72,6 +77,8 @@ def test_defaults() -> None:
         ({"group_by": ["...", "agent"]}, "alerting.group_by: expected a list of label names"),
         ({"group_wait": "soon"}, "alerting.group_wait: expected a duration"),
         ({"group_interval": "-1m"}, "alerting.group_interval:"),
+        ({"registry_per_minute": 0}, "alerting.registry_per_minute: expected a whole number"),
+        ({"registry_per_minute": True}, "alerting.registry_per_minute: expected a whole number"),
         ({"group": ["alertname"]}, "alerting.group: unknown key"),
     ],
 )

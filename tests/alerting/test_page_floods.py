@@ -1,9 +1,12 @@
 """No page per agent: on a real collector (HTTP on loopback, evaluation on a fake clock), one ingest
 naming 300 failing agents pages the on-call person once, naming all 300 — and its retry, its
-escalation, its repeat and its resolve are one message each."""
+escalation, its repeat and its resolve are one message each; 500 invented heartbeat ids reach the
+registry at no more than its bound a minute, the rest waiting, and one whose heartbeat resumes
+while it waits is never deregistered."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -126,3 +129,53 @@ def test_300_failing_agents_in_one_ingest_are_one_page_to_the_on_call_person(
     sent = [r.getMessage() for r in caplog.records if r.getMessage().startswith("alert page sent:")]
     assert len(sent) == 5 and all("ReachSuccessRateLow 300 alerts" in m or "299 alerts" in m for m in sent)
     assert acked["fingerprint"] in sent[0]  # grep by fingerprint still finds the page
+
+
+def test_500_invented_heartbeats_deregister_at_a_bounded_rate(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    t = T0 + 600.0
+    clock = FakeClock(t)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    with Receiver() as registry:
+        doc = {
+            "alerting": {
+                "registry": f"{registry.url}/mesh",
+                "rules": {"ReachSuccessRateLow": {"enabled": False}},
+            }
+        }
+        with live_collector(tmp_path / "t.duckdb", doc, alert_loop=False, clock=clock) as c:
+            engine = c.app.state.alerts
+            ids = [f"invented-{i:03d}" for i in range(500)]
+            with httpx.Client(base_url=c.url, timeout=10) as client:
+                for agent in ids:
+                    assert client.post("/api/heartbeats", json={"agent_id": agent}).status_code == 202
+            per_minute = []
+            for minute in range(1, 20):
+                clock.t = t + 60.0 * minute + 1  # every lost heartbeat fires at minute 1
+                if minute >= 3:  # two agents still waiting come back before their turn, and stay
+                    for agent in ids[-2:]:
+                        assert c.post("/api/heartbeats", {"agent_id": agent}).status_code == 202
+                before = len(registry.received)
+                for s in range(0, 60, 15):  # evaluations every 15 s
+                    engine.tick(clock.t + s)
+                per_minute.append(len(registry.received) - before)
+
+            def recorded() -> list[dict[str, Any]]:
+                rows = c.get("/api/alerts/deliveries", limit=10_000)["deliveries"]
+                return rows if len(rows) == 500 else []
+
+            rows = wait_for(recorded, timeout=60)
+
+    assert max(per_minute) == 30  # alerting.registry_per_minute's default
+    assert per_minute[:3] == [30, 30, 30]
+    called = [body["agent_id"] for path, body in registry.received]
+    assert {path for path, _ in registry.received} == {"/mesh/deregister"}
+    assert sorted(called) == ids[:-2] and len(set(called)) == 498  # once each, the returned two never
+    dropped = [d for d in rows if d["kind"] == "deregister" and not d["ok"]]
+    assert [d["error"] for d in dropped] == ["superseded: its heartbeat resumed first"] * 2
+    waiting = [r.getMessage() for r in caplog.records if "waiting for the registry" in r.getMessage()]
+    assert waiting[0].startswith("alert deregistrations: 470 waiting for the registry (at most 30")
+    assert len(waiting) <= 20  # one line when the number changes, not one per alert
+    actions = [json.loads(m) for r in caplog.records if (m := r.getMessage()).startswith('{"action"')]
+    assert sum(1 for a in actions if a["action"] == "deregister") == 500  # each one still logged

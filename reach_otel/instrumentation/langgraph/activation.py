@@ -1,5 +1,8 @@
 """Where a LangGraph run's span may be made current (attached) without outliving the run.
 
+- A node's own function runs with its node's span — or the span the node runs under — current
+  from its first line (:mod:`.bodies`): attached when LangGraph enters the function, in the
+  Context LangGraph runs it in, and detached when it returns.
 - Under a sync callback manager a run's start and end callbacks come in one Context, so each
   node, model and tool run's span is current from its start to its end.
 - An async manager ends chain and model runs in a shielded copy of the Context, where nothing
@@ -14,13 +17,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 
-from reach_otel.instrumentation.langgraph.runs import Run
+if TYPE_CHECKING:
+    from reach_otel.instrumentation.langgraph.runs import Run
 
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 
@@ -62,3 +67,22 @@ def in_context(ctx: otel_context.Context, start: Callable[[], Any]) -> Any:
         return start()
     finally:
         otel_context.detach(token)
+
+
+def enter(ctx: otel_context.Context | None) -> object | None:
+    """Make ``ctx`` current unless it already is; the token for :func:`reset`, or None."""
+    if ctx is None or otel_context.get_current() is ctx:
+        return None
+    return otel_context.attach(ctx)
+
+
+def reset(token: object | None) -> None:
+    """Undo an attach, quietly when it was made in another Context (which it then leaves alone)."""
+    if token is None:
+        return
+    var = getattr(token, "var", None)
+    if var is None:  # another runtime context implementation: only its own detach can do it
+        otel_context.detach(token)  # type: ignore[arg-type]
+        return
+    with contextlib.suppress(ValueError, RuntimeError):  # made in another Context
+        var.reset(token)

@@ -6,8 +6,12 @@ and supervisor of langgraph-supervisor and langgraph-swarm) — at any depth —
 chat model itself and no agent encloses it; the node metadata ``reach_otel.agent`` overrides both
 (True, a name, or False). A graph root made by ``create_agent`` is itself an agent, named by it.
 
-Callbacks tell us this only once the node is running (its subgraph starts, its model is called),
-so the agent span is started then, dated back to the node's start. Handoffs: a handoff tool
+A node whose function refers to a chat model or a graph (read before it runs, as LangGraph reads
+a node's subgraphs: :mod:`.references`) is known to be one at its first line, and its agent span
+starts there, so what it does before its first model call (an MCP session, an HTTP call) nests
+under it. Otherwise callbacks tell us only once the node is running (its subgraph starts, its model
+is called), so the agent span is started then, dated back to the node's start; until then the node
+runs under the span around it (the workflow's, or its enclosing agent's). Handoffs: a handoff tool
 (``transfer_to_*`` / ``__handoff_destination``) opens the handoff span at once, under the agent that
 called it; a ``Command(goto=...)`` or a supervisor's hand-back is remembered and the span opened
 when its target turns out to be an agent; any other move from one agent to another within a graph
@@ -130,6 +134,12 @@ def on_model_call(run: Run) -> AgentInvocation | None:
     if node.parent is not None and node.parent.agent_run() is not None:
         return None  # a step of an enclosing agent (the model node of a react agent, say)
     return promote(node)
+
+
+def on_node_code(node: Run) -> AgentInvocation | None:
+    """A node's function, about to run, refers to a chat model or a graph: it is an agent from its
+    first line, as if it had called the model there (unless an agent encloses it)."""
+    return on_model_call(node)
 
 
 def remember(scope: Scope | None, targets: list[str], source: AgentInvocation | None, reason: str) -> None:

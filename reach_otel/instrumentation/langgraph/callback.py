@@ -27,7 +27,7 @@ from reach_otel import semconv as sc
 from reach_otel._safety import logger
 from reach_otel.errors import HopLimitExceeded
 from reach_otel.handler import TelemetryHandler
-from reach_otel.instrumentation.langgraph import agents, extract
+from reach_otel.instrumentation.langgraph import agents, extract, references
 from reach_otel.instrumentation.langgraph.activation import (
     async_dispatch,
     current_task,
@@ -44,6 +44,8 @@ _OPENAI_INSTRUMENTATION = "reach_otel.instrumentation.openai"
 _OPENAI_PROVIDERS = frozenset({"openai", "azure.ai.openai"})
 #: Exceptions that end a run without it failing: LangGraph's control flow, a stream closed early.
 _FLOW = (GraphBubbleUp, GeneratorExit)
+#: The tag of a node task's first step, its own function (the rest write its output to channels).
+_NODE_FUNCTION = "seq:step:1"
 
 
 def _guarded(fn: F) -> F:
@@ -97,6 +99,35 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
     def deactivate(self) -> None:
         """Start no new spans; runs already open still end."""
         self.active = False
+
+    # -- a node's own code ----------------------------------------------------------------------
+    @_guarded
+    def context_for_code(self, runnable: Any, config: Any) -> otel_context.Context | None:
+        """The context a function LangGraph runs under one of our runs starts in: the run's span.
+
+        A node whose function refers to a chat model or a graph is an agent from its first line
+        (unless an agent encloses it), so what it does before its first model call nests under
+        its agent span too. None when the run is not one of ours.
+        """
+        callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
+        parent_run_id = getattr(callbacks, "parent_run_id", None)
+        run = self._runs.get(parent_run_id) if isinstance(parent_run_id, UUID) else None
+        if run is None:
+            return None
+        if (
+            run.kind is Kind.NODE
+            and run.agent is None
+            and self.active
+            and _NODE_FUNCTION in (getattr(callbacks, "tags", None) or ())
+        ):
+            self._known_agent(run, runnable)
+        return run.ctx()
+
+    @_guarded
+    def _known_agent(self, node: Run, runnable: Any) -> None:
+        """Guarded on its own: whatever fails here, the node's code still runs in its trace."""
+        if references.reaches_a_model(runnable):
+            agents.on_node_code(node)
 
     # -- chains: graphs, nodes, everything else ---------------------------------------------------
     @_guarded

@@ -7,13 +7,13 @@ superstep, and the handoffs decided towards its nodes. Plain data and tree walks
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from enum import Enum
 
 from opentelemetry import context as otel_context
 
 from reach_otel.handler import TelemetryHandler
+from reach_otel.instrumentation.langgraph.activation import reset
 from reach_otel.invocations import AgentInvocation, Handoff, Invocation
 
 
@@ -138,11 +138,5 @@ class Run:
         attach that was not undone; resetting then would corrupt the caller's context.
         """
         token, self.token = self.token, None
-        if token is None or otel_context.get_current() is not self.attached:
-            return
-        var = getattr(token, "var", None)
-        if var is None:  # another runtime context implementation: only its own detach can do it
-            otel_context.detach(token)  # type: ignore[arg-type]
-            return
-        with contextlib.suppress(ValueError, RuntimeError):  # ended in another Context
-            var.reset(token)
+        if token is not None and otel_context.get_current() is self.attached:
+            reset(token)

@@ -21,6 +21,7 @@ from reach_collector.alerting.webhook import HttpSender, Sender
 from reach_collector.api import health, otlp, traces, ui
 from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
+from reach_collector.api.body_deadline import BodyDeadline
 from reach_collector.api.fence import SiteFence
 from reach_collector.api.heartbeats import heartbeats_router
 from reach_collector.api.limits import UrlLimitMiddleware
@@ -169,6 +170,8 @@ def create_app(
         bind_host=settings.host,
         allowed_hosts=settings.allowed_hosts,
     )  # outermost: another site's request is refused before anything reads it
+    # Around everything that may read a body: one that trickles in is cut off at its deadline.
+    app.add_middleware(BodyDeadline, timeout_s=settings.limits.body_timeout_s)
     return app
 
 

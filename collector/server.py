@@ -68,6 +68,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     import duckdb
     import uvicorn
     from reach_collector.app import create_app
+    from reach_collector.connections import uvicorn_config
     from reach_collector.ingest import fast
     from reach_collector.ingest.grpc_server import start_grpc
     from reach_collector.ingest.pool import default_workers, start_pool
@@ -150,7 +151,9 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
         else:
             print("reach-otel collector alerting: not evaluated here (alerting.evaluate: false)", file=out)
         out.flush()
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
+        config = uvicorn_config(
+            app, settings.limits, log_level="warning", lifespan="on", timeout_graceful_shutdown=10
+        )
         with _signals_return():
             uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -33,6 +33,13 @@ function labels(obj) {
     .map(([k, v]) => h("span", { class: "label", text: `${k}=${v}` }));
 }
 
+/** A delivery's agent: the one its alerts share, else how many alerts a grouped message named. */
+function deliveryAgent(d) {
+  if (d.agent) return String(d.agent);
+  const n = Array.isArray(d.fingerprints) ? d.fingerprints.length : 0;
+  return n > 1 ? `${n} alerts` : "";
+}
+
 export async function render(root, ctx) {
   document.title = "Alerts · reach-otel";
   const state = STATES.includes(ctx.params.get("state")) ? ctx.params.get("state") : "all";
@@ -102,7 +109,7 @@ export async function render(root, ctx) {
         h("td", { class: "nowrap" }, fmt.time(d.time)),
         h("td", { text: String(d.kind ?? "") }),
         h("td", { text: String(d.alertname ?? "") }),
-        h("td", { text: String(d.agent ?? "") }),
+        h("td", { text: deliveryAgent(d) }),
         h("td", { text: String(d.recipient ?? "") }),
         h("td", { class: "num" }, String(d.attempt ?? "")),
         h("td", null, h("span", { class: `pill ${d.ok ? "ok" : "error"}`, text: d.ok ? "delivered" : d.retryable ? "failed, will retry" : "failed" })),

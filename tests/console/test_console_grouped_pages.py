@@ -1,0 +1,66 @@
+"""The Alerts page's deliveries table on a grouped page: three agents' P0s reach the on-call
+person as one message, and its row says how many alerts it carried where one agent's would say
+that agent."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cdp import Page
+from console_helpers import goto_ready
+from reach_collector.config import from_mapping
+from traffic import attributes, post, request
+
+from reach_otel import semconv as sc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "alerting"))
+from alerting_fakes import Receiver
+
+AGENTS = ("BillingAgent", "RefundAgent", "TechSupportAgent")
+
+
+def failing(now_ns: int) -> dict[str, Any]:
+    spans = []
+    for a, agent in enumerate(AGENTS):
+        for i in range(4):
+            end = now_ns - (i + 1) * 1_000_000_000
+            spans.append(
+                {
+                    "traceId": f"{0xE000 + a * 16 + i:032x}",
+                    "spanId": f"{0xF000 + a * 16 + i:016x}",
+                    "name": f"invoke_agent {agent}",
+                    "kind": 1,
+                    "startTimeUnixNano": str(end - 50_000_000),
+                    "endTimeUnixNano": str(end),
+                    "attributes": attributes(
+                        {sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: agent}
+                    ),
+                    "status": {"code": 2, "message": "down"},
+                }
+            )
+    return request(spans, service="desk")
+
+
+def test_a_grouped_page_row_counts_its_alerts(start_console: Any, page: Page) -> None:
+    with Receiver() as pager:
+        doc = {
+            "alerting": {"rules": {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3}}},
+            "users": {"alice": {"webhook": pager.url + "/alice"}},
+            "routing": {"P0": {"notify": {"users": ["alice"]}}},
+        }
+        console = start_console(from_mapping(doc), alert_loop=False)
+        post(console.url, failing(time.time_ns()))
+        console.app.state.alerts.tick(time.time())
+        deadline = time.monotonic() + 20
+        while not console.api("/api/alerts/deliveries")["deliveries"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (delivery,) = console.api("/api/alerts/deliveries")["deliveries"]
+        assert len(delivery["fingerprints"]) == 3 and delivery["agent"] is None
+        goto_ready(page, console.url + "/ui/alerts")
+        page.wait_for("document.querySelectorAll('#deliveries tbody tr').length === 1")
+        cells = page.each("#deliveries tbody tr td", "el.textContent")
+    assert cells[3] == "3 alerts", cells
+    assert cells[4] == "alice"

@@ -128,6 +128,10 @@ A2A_TASK_FAILED: Final = "task_failed"  # error.type of a request or agent run w
 RPC_SYSTEM: Final = "rpc.system"  # jsonrpc, when the A2A request came over JSON-RPC
 RPC_METHOD: Final = "rpc.method"  # the method as on the wire: SendMessage (A2A 1.0), message/send (0.3)
 
+# --- LangGraph: where in the graph an agent node's span ran --------------------------------------
+LANGGRAPH_NODE: Final = "langgraph.node"  # the graph node the agent span is the run of
+LANGGRAPH_STEP: Final = "langgraph.step"  # the superstep it ran in (LangGraph's langgraph_step)
+
 # --- reach.* attributes --------------------------------------------------------------------------
 REACH_AGENT_NAME: Final = "reach.agent.name"  # the enclosing agent, on LLM and tool spans
 REACH_AGENT_ROLE: Final = "reach.agent.role"

@@ -244,6 +244,33 @@ def test_subgraph_node_is_one_agent_with_its_chats(rec, lg, model) -> None:
     assert research.attributes["reach.agent.llm_calls"] == 2
 
 
+def test_agent_node_spans_carry_their_graph_node_and_superstep(rec, lg, model) -> None:
+    apps.routed(model).invoke(apps.user_text("my invoice"))
+    apps.supervisor(model).invoke(apps.user_text("[tool:transfer_to_research_expert][tool:lookup] find x"))
+    apps.with_subgraph(model).invoke(apps.user_text("report"))
+    found = [
+        (
+            s.attributes["gen_ai.agent.name"],
+            s.attributes.get("langgraph.node"),
+            s.attributes.get("langgraph.step"),
+        )
+        for tree in traces(rec)
+        for s in tree.spans
+        if s.name.startswith("invoke_agent")
+    ]
+    assert found == [
+        ("triage", "triage", 1),
+        ("billing", "billing", 2),
+        ("supervisor", "supervisor", 1),
+        ("research_expert", "research_expert", 2),
+        ("supervisor", "supervisor", 3),
+        ("research", "research", 1),  # the subgraph's own nodes are steps of this agent, no spans
+    ]
+    assert not [
+        s for s in rec.spans if "langgraph.step" in s.attributes and not s.name.startswith("invoke_agent")
+    ]
+
+
 def test_tools_are_execute_tool_spans_under_their_agent(rec, lg, model) -> None:
     apps.supervisor(model).invoke(apps.user_text("[tool:transfer_to_research_expert][tool:lookup] find x"))
     tree = one_trace(rec)

@@ -25,6 +25,7 @@ import time
 
 from opentelemetry import context as otel_context
 
+from reach_otel.instrumentation.langgraph import extract
 from reach_otel.instrumentation.langgraph.runs import Intent, Kind, Run, Scope
 from reach_otel.invocations import AgentInvocation, Handoff
 
@@ -51,6 +52,8 @@ def start_agent(
         run.agent = agent
         run.agent_name = name
         run.own = agent.ctx
+        if run.kind is Kind.NODE and agent.span.is_recording():
+            agent.span.set_attributes(extract.node_attributes(run.name, run.step))
     return agent
 
 

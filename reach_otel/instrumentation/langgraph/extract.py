@@ -50,6 +50,11 @@ def node_step(name: str | None, tags: Sequence[str] | None, metadata: Mapping[st
     return None
 
 
+def node_attributes(node: str, step: int) -> dict[str, Any]:
+    """Where an agent node's span ran: the graph node and its superstep."""
+    return {sc.LANGGRAPH_NODE: node, sc.LANGGRAPH_STEP: step}
+
+
 def agent_override(metadata: Mapping[str, Any] | None) -> bool | str | None:
     """The node's explicit choice: a name or True (an agent), False (not one), None (the rule decides)."""
     value = metadata.get(AGENT_KEY) if metadata else None

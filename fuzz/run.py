@@ -36,7 +36,13 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 FUZZ: Final = ROOT / "fuzz"
 TARGET: Final = FUZZ / "decoder.py"
 SEEDS: Final = (FUZZ / "corpus", FUZZ / "crashes")
-LIBFUZZER_FLAGS: Final = ("-max_len=8192", "-timeout=10", "-rss_limit_mb=4096", "-print_final_stats=1")
+LIBFUZZER_FLAGS: Final = ("-max_len=8192", "-rss_limit_mb=4096", "-print_final_stats=1")
+HANG_SECONDS: Final = 10  # an input that runs longer is a finding (libFuzzer's -timeout)
+# With --leaks, decoder.py's LeakSanitizer check runs inside an input: a scan of the whole heap (about
+# a second, ten or more on a loaded machine) and, on a leak, the report and the exit that writes the
+# input out. An input that overran the hang limit meanwhile was killed by the timer before libFuzzer
+# saved it, so that limit leaves room for the check.
+LEAK_HANG_SECONDS: Final = 120
 SAME_CRASH_LIMIT: Final = 3
 LEAK_CHECK_EVERY: Final = 2000  # inputs between two LeakSanitizer checks (each scans the whole heap)
 # UBSan reports an error type; its suppressions name the -fsanitize check (ubsan_checks.inc).
@@ -174,8 +180,9 @@ def finding_of(output: str) -> Finding | None:
     if python:
         return Finding(python.group(1).strip(), reproducer)
     if "ERROR: LeakSanitizer" in output:
+        # At exit libFuzzer is between inputs: the unit it writes then is empty, no reproducer.
         first = re.search(r"leak of .*?\n(?:.*\n)*?\s+#1 0x[0-9a-f]+ in (\S+)", output)
-        return Finding(f"leak: LeakSanitizer at exit, from {first.group(1) if first else '?'}", reproducer)
+        return Finding(f"leak: LeakSanitizer at exit, from {first.group(1) if first else '?'}", None)
     other = re.search(r"ERROR: libFuzzer: ([\w -]+)", output) or re.search(
         r"=== Uncaught Python (exception)", output
     )
@@ -222,6 +229,7 @@ def fuzz(
             sys.executable,
             str(TARGET),
             *LIBFUZZER_FLAGS,
+            f"-timeout={LEAK_HANG_SECONDS if leaks else HANG_SECONDS}",
             f"-max_total_time={int(remaining)}",
             f"-dict={dictionary}",
             f"-artifact_prefix={findings}/",

@@ -25,6 +25,10 @@ from reach_collector.ingest import fast
 ROOT: Final = Path(__file__).resolve().parents[2]
 FUZZ: Final = ROOT / "fuzz"
 FUZZ_SECONDS: Final = 60
+# A planted-bug run ends on its finding, or after this many inputs (twice run.py's LEAK_CHECK_EVERY, so
+# the leak check runs whatever the machine's speed); the time is only a bound for a run that hangs.
+PLANTED_RUNS: Final = 4_000
+PLANTED_SECONDS: Final = 600
 # Far below what the target runs (thousands a second): only a run that barely ran falls short.
 MIN_EXECUTIONS: Final = 5_000
 ON_CI: Final = os.environ.get("CI", "").lower() in ("true", "1")
@@ -150,20 +154,25 @@ def test_the_sanitized_run_reports_a_planted_bug(bug: str, tmp_path: Path) -> No
         [sys.executable, "-c", script, str(FUZZ), str(tmp_path / "planted.h"), f"planted-{bug}"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert built.returncode == 0, built.stderr
     extension = built.stdout.strip().splitlines()[-1]
     work = tmp_path / "work"
-    command = [sys.executable, str(FUZZ / "run.py"), "--seconds", "30", "--leaks", "--workdir", str(work)]
+    command = [
+        *(sys.executable, str(FUZZ / "run.py"), "--seconds", str(PLANTED_SECONDS), "--leaks"),
+        *("--workdir", str(work), "--extension", extension, "--", f"-runs={PLANTED_RUNS}"),
+    ]
     done = subprocess.run(
-        [*command, "--extension", extension], env=_fuzz_env(), capture_output=True, text=True, timeout=120
+        command, env=_fuzz_env(), capture_output=True, text=True, timeout=PLANTED_SECONDS + 120
     )
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
     summary = json.loads((work / "summary.json").read_text())
     signatures = [f["signature"] for f in summary["findings"]]
     assert len(signatures) == 1 and signatures[0].startswith(expected), signatures
-    assert summary["findings"][0]["input"], "libFuzzer saved no reproducer"
+    reproducer = summary["findings"][0]["input"]
+    assert reproducer, "libFuzzer saved no reproducer"
+    assert Path(reproducer).stat().st_size > 0, f"the reproducer {reproducer} is empty"
     assert "_fastflat.c" in (work / "fuzz.log").read_text(errors="replace")  # the report's stack
 
 

@@ -183,7 +183,7 @@ def test_sixty_seconds_of_fuzzing_under_sanitizers_find_nothing(tmp_path: Path) 
     _ensure_prerequisites()
     env = _fuzz_env()
     built = subprocess.run(
-        [sys.executable, str(FUZZ / "build.py")], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, str(FUZZ / "build.py")], env=env, capture_output=True, text=True, timeout=600
     )
     assert built.returncode == 0, f"sanitized build failed:\n{built.stdout}{built.stderr}"
     command = [
@@ -191,10 +191,11 @@ def test_sixty_seconds_of_fuzzing_under_sanitizers_find_nothing(tmp_path: Path) 
         str(FUZZ / "run.py"),
         "--seconds",
         str(FUZZ_SECONDS),
+        "--leaks",
         "--workdir",
         str(tmp_path),
     ]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=FUZZ_SECONDS + 90)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=FUZZ_SECONDS + 300)
     summary_file = tmp_path / "summary.json"
     assert summary_file.exists(), f"the fuzz run wrote no summary:\n{done.stdout}\n{done.stderr[-3000:]}"
     summary = json.loads(summary_file.read_text())

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any, Final
 
 import pytest
+from debian_packages import install_lock
 from reach_collector.ingest import fast
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -49,6 +50,13 @@ def _run(command: list[str], timeout: float) -> None:
 
 def _ensure_prerequisites() -> None:
     """clang and atheris, installed when missing (clang only as root, from Debian)."""
+    if shutil.which("clang") is None or importlib.util.find_spec("atheris") is None:
+        with install_lock():  # one install at a time across the test processes
+            _install_prerequisites()
+
+
+def _install_prerequisites() -> None:
+    importlib.invalidate_caches()  # another process may have installed atheris while this one waited
     if shutil.which("clang") is None:
         if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
             _unavailable("clang is missing and apt-get as root is not available")

@@ -15,9 +15,7 @@ import pytest
 from cdp import Page
 from console_helpers import Console, goto_ready
 from reach_collector.config import from_mapping
-from traffic import attributes, post, request
-
-from reach_otel import semconv as sc
+from traffic import failing_runs, post
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "alerting"))
 from alerting_fakes import Receiver
@@ -36,27 +34,6 @@ SCHEDULES: dict[str, Any] = {
         "overrides": [{"user": "dave", "start": "2026-02-01T00:00:00", "end": "2026-02-03T00:00:00"}],
     }
 }
-
-
-def failing_runs(now_ns: int, count: int = 5) -> dict[str, Any]:
-    spans = []
-    for i in range(count):
-        end = now_ns - (i + 1) * 1_000_000_000
-        spans.append(
-            {
-                "traceId": f"{0xA1E7 + i:032x}",
-                "spanId": f"{0xB0 + i:016x}",
-                "name": f"invoke_agent {AGENT}",
-                "kind": 1,
-                "startTimeUnixNano": str(end - 80_000_000),
-                "endTimeUnixNano": str(end),
-                "attributes": attributes(
-                    {sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: AGENT}
-                ),
-                "status": {"code": 2, "message": "invoice service down"},
-            }
-        )
-    return request(spans, service="billing-svc")
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,7 @@ from servers import ServerThread
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from traffic import attributes, post, request
-
-from reach_otel import semconv as sc
+from traffic import failing_runs, post
 
 AGENT = "BillingAgent"
 VICTIM = "victim-agent"
@@ -49,28 +47,11 @@ ATTACK = """<!doctype html><title>cat pictures</title><script>
 </script>"""
 
 
-def failing_runs(now_ns: int, count: int = 5) -> dict[str, Any]:
-    spans = [
-        {
-            "traceId": f"{0xC5F0 + i:032x}",
-            "spanId": f"{0xD0 + i:016x}",
-            "name": f"invoke_agent {AGENT}",
-            "kind": 1,
-            "startTimeUnixNano": str(now_ns - (i + 1) * 1_000_000_000 - 80_000_000),
-            "endTimeUnixNano": str(now_ns - (i + 1) * 1_000_000_000),
-            "attributes": attributes({sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: AGENT}),
-            "status": {"code": 2, "message": "invoice service down"},
-        }
-        for i in range(count)
-    ]
-    return request(spans, service="billing-svc")
-
-
 @pytest.fixture
 def firing(start_console: Any) -> Iterator[tuple[Console, str]]:
     doc = {"alerting": {"rules": {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3}}}}
     console = start_console(from_mapping(doc), alert_loop=False)
-    post(console.url, failing_runs(time.time_ns()))
+    post(console.url, failing_runs(time.time_ns(), first_id=0xC5F0))
     console.app.state.alerts.tick(time.time())
     (alert,) = console.api("/api/alerts", state="firing")["alerts"]
     beat = httpx.post(console.url + "/api/heartbeats", json={"agent_id": VICTIM}, timeout=10)

@@ -12,36 +12,12 @@ from typing import Any
 from cdp import Page
 from console_helpers import goto_ready
 from reach_collector.config import from_mapping
-from traffic import attributes, post, request
-
-from reach_otel import semconv as sc
+from traffic import failing_runs, post
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "alerting"))
 from alerting_fakes import Receiver
 
 AGENTS = ("BillingAgent", "RefundAgent", "TechSupportAgent")
-
-
-def failing(now_ns: int) -> dict[str, Any]:
-    spans = []
-    for a, agent in enumerate(AGENTS):
-        for i in range(4):
-            end = now_ns - (i + 1) * 1_000_000_000
-            spans.append(
-                {
-                    "traceId": f"{0xE000 + a * 16 + i:032x}",
-                    "spanId": f"{0xF000 + a * 16 + i:016x}",
-                    "name": f"invoke_agent {agent}",
-                    "kind": 1,
-                    "startTimeUnixNano": str(end - 50_000_000),
-                    "endTimeUnixNano": str(end),
-                    "attributes": attributes(
-                        {sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: agent}
-                    ),
-                    "status": {"code": 2, "message": "down"},
-                }
-            )
-    return request(spans, service="desk")
 
 
 def test_a_grouped_page_row_counts_its_alerts(start_console: Any, page: Page) -> None:
@@ -52,7 +28,7 @@ def test_a_grouped_page_row_counts_its_alerts(start_console: Any, page: Page) ->
             "routing": {"P0": {"notify": {"users": ["alice"]}}},
         }
         console = start_console(from_mapping(doc), alert_loop=False)
-        post(console.url, failing(time.time_ns()))
+        post(console.url, failing_runs(time.time_ns(), AGENTS, 4, first_id=0xE000))
         console.app.state.alerts.tick(time.time())
         deadline = time.monotonic() + 20
         while not console.api("/api/alerts/deliveries")["deliveries"] and time.monotonic() < deadline:

@@ -291,6 +291,32 @@ def request(spans: list[dict[str, Any]], service: str = "support-desk") -> dict[
     }
 
 
+def failing_runs(
+    now_ns: int, agents: tuple[str, ...] = ("BillingAgent",), count: int = 5, *, first_id: int = 0xA1E7
+) -> dict[str, Any]:
+    """``count`` failed runs of each agent, one a second before ``now_ns``: what fires a P0."""
+    spans = []
+    for a, agent in enumerate(agents):
+        for i in range(count):
+            n = first_id + a * count + i
+            end = now_ns - (i + 1) * 1_000_000_000
+            spans.append(
+                {
+                    "traceId": f"{n:032x}",
+                    "spanId": f"{n:016x}",
+                    "name": f"invoke_agent {agent}",
+                    "kind": 1,
+                    "startTimeUnixNano": str(end - 80_000_000),
+                    "endTimeUnixNano": str(end),
+                    "attributes": attributes(
+                        {sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: agent}
+                    ),
+                    "status": {"code": 2, "message": "invoice service down"},
+                }
+            )
+    return request(spans, service="billing-svc")
+
+
 def post(url: str, body: dict[str, Any], token: str | None = None) -> None:
     """POST one OTLP/JSON request; raises unless the collector stored it (200, no rejected spans)."""
     headers = {"content-type": "application/json"}

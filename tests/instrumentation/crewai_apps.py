@@ -25,6 +25,7 @@ if os.environ.get("CREWAI_APP_ZERO_CODE") != "1":  # else started by reach-otel 
     reach_otel.init(service_name="crewai-app")
 
 # Imported after init(), as an app would; instrumented either way (init() arms each on import).
+import httpx
 import openai
 from crewai import LLM, Agent, Crew, Process, Task
 from crewai.hooks import InterceptionPoint, get_hooks
@@ -156,12 +157,54 @@ def failing_crew() -> Crew:
     return Crew(agents=[clerk], tasks=[task], name="failing_crew")
 
 
+def summary_crew() -> Crew:
+    """One Writer task, no tools."""
+    author = writer(allow_delegation=False)
+    task = Task(description="Summarise the findings", expected_output="a summary", agent=author)
+    return Crew(agents=[author], tasks=[task], name="summary_crew")
+
+
+def lookup_crew() -> Crew:
+    """One Researcher task with the lookup tool."""
+    clerk = researcher(tools=[lookup_invoice], allow_delegation=False)
+    task = Task(description="Find invoice INV-7 [tool:lookup_invoice]", expected_output="facts", agent=clerk)
+    return Crew(agents=[clerk], tasks=[task], name="lookup_crew")
+
+
+def support_flow() -> Any:
+    """A flow whose methods call a service, kick off two crews and ask the model themselves."""
+    from crewai.flow.flow import Flow, listen, start
+
+    class SupportFlow(Flow):  # type: ignore[misc, type-arg]
+        @start()
+        def look_up(self) -> str:
+            httpx.get(f"{BASE_URL}/models")
+            return str(lookup_crew().kickoff().raw)
+
+        @listen(look_up)
+        def answer(self, found: str) -> str:
+            draft = llm().call(f"Draft a reply from {found}")
+            return f"{draft} | {summary_crew().kickoff().raw}"
+
+    return SupportFlow()
+
+
 # -- scenarios ----------------------------------------------------------------------------------------------
 def kickoff(crew: Crew) -> dict[str, Any]:
     before = len(WORKFLOWS.trace_ids)
     try:
         outcome: dict[str, Any] = {"result": crew.kickoff().raw}
     except Exception as exc:  # the failing crew: its exception is the outcome
+        outcome = {"error": type(exc).__name__}
+    outcome["traces"] = WORKFLOWS.trace_ids[before:]
+    return outcome
+
+
+def flow() -> dict[str, Any]:
+    before = len(WORKFLOWS.trace_ids)
+    try:
+        outcome: dict[str, Any] = {"result": str(support_flow().kickoff())}
+    except Exception as exc:
         outcome = {"error": type(exc).__name__}
     outcome["traces"] = WORKFLOWS.trace_ids[before:]
     return outcome
@@ -216,6 +259,7 @@ SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
     "misdirected": lambda: kickoff(misdirected_crew()),
     "failing": lambda: kickoff(failing_crew()),
     "async": asynchronous,
+    "flow": flow,
     "exploding": exploding,
     "uninstrumented": uninstrumented,
 }

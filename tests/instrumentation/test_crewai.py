@@ -36,6 +36,7 @@ SCENARIOS = (
     "misdirected",
     "failing",
     "async",
+    "flow",
     "exploding",
     "uninstrumented",
 )
@@ -332,6 +333,39 @@ def test_async_kickoffs_are_one_whole_trace_each(
         assert len(named(found["spans"], "handoff Researcher")) == 2
 
 
+def test_a_flow_is_one_trace_with_its_crews_and_its_own_calls_under_it(
+    outcomes: dict[str, Any], collector: CollectorProcess
+) -> None:
+    done = outcomes["flow"]
+    assert "error" not in done
+    draft, summary = done["result"].split(" | ")
+    assert draft.startswith("echo: Draft a reply from echo: INV-7") and "Summarise the findings" in summary
+    (trace_id,) = set(done["traces"])  # the flow's workflow and both crews': one trace
+    assert len(done["traces"]) == 3
+
+    def complete(found: dict[str, Any]) -> bool:
+        names = {s["name"] for s in found["spans"]}
+        wanted = {
+            "invoke_workflow SupportFlow",
+            "invoke_workflow lookup_crew",
+            "invoke_workflow summary_crew",
+        }
+        return wanted | {"GET", "execute_tool lookup_invoice"} <= names
+
+    found = fetch(collector, trace_id, complete)
+    spans = found["spans"]
+    (root,) = found["roots"]
+    assert root["name"] == "invoke_workflow SupportFlow"
+    for crew in ("lookup_crew", "summary_crew"):
+        (workflow,) = named(spans, f"invoke_workflow {crew}")
+        assert workflow["parent_span_id"] == root["span_id"]
+    (call,) = named(spans, "GET")  # the flow method's own HTTP call
+    assert call["parent_span_id"] == root["span_id"]
+    (draft,) = [s for s in named(spans, "chat fake-model") if s["parent_span_id"] == root["span_id"]]
+    assert attr(draft, "gen_ai.usage.output_tokens") > 0  # the model asked by the flow itself
+    assert parent(spans, named(spans, "execute_tool lookup_invoice")[0])["name"] == "invoke_agent Researcher"
+
+
 def test_an_exploding_extractor_does_not_change_the_crews_result(outcomes: dict[str, Any]) -> None:
     exploding, billing = outcomes["exploding"], outcomes["billing"]
     assert "error" not in exploding
@@ -483,6 +517,14 @@ def test_coworker_is_spelled_as_the_agent_it_matches() -> None:
     assert extract.coworker({"coworker": "Nobody  Here"}, roles) == "Nobody Here"
     assert extract.coworker({"task": "x"}, roles) is None
     assert extract.coworker("not a mapping", roles) is None
+
+
+def test_a_kickoff_is_its_crew_else_its_flow() -> None:
+    crew, flow = types.SimpleNamespace(name="desk"), types.SimpleNamespace(name=None)
+    assert extract.kickoff_of(types.SimpleNamespace(crew=crew, flow=flow)) == (crew, "desk")
+    assert extract.kickoff_of(types.SimpleNamespace(crew=None, flow=flow)) == (flow, "SimpleNamespace")
+    assert extract.kickoff_of(types.SimpleNamespace(crew=types.SimpleNamespace(), flow=None))[1] == "crew"
+    assert extract.kickoff_of(types.SimpleNamespace(crew=None, flow=None)) is None
 
 
 def test_usage_tokens_and_response_attributes() -> None:

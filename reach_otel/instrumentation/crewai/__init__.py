@@ -2,7 +2,8 @@
 
 Two of them. The ``execution_start`` / ``execution_end`` interception points
 (``crewai.hooks.dispatch``), which CrewAI calls synchronously at the start and the end of every crew
-kickoff (the end also when the kickoff fails): they open and close the workflow span. And an event
+kickoff and every flow kickoff (the end also when the kickoff fails): they open and close the
+workflow span — a flow's, with the crews it kicks off nested under it. And an event
 stream sink (``crewai.events.stream_context``), added in the kickoff's context at its start, which
 CrewAI's event bus calls synchronously, in the emitting thread, with every event of that kickoff:
 agent, tool, delegation and LLM events become spans there (see

@@ -85,6 +85,21 @@ def agent_name(agent: Any) -> str:
     return text or type(agent).__name__
 
 
+def kickoff_of(ctx: Any) -> tuple[Any, str] | None:
+    """What an execution hook's context starts or ends, and its workflow name: the crew (named by
+    its ``name``, else "crew"), or — a flow's own kickoff, with no crew — the flow (its ``name``,
+    else its class name)."""
+    crew = getattr(ctx, "crew", None)
+    if crew is not None:
+        name = getattr(crew, "name", None)
+        return crew, name if isinstance(name, str) and name else "crew"
+    flow = getattr(ctx, "flow", None)
+    if flow is not None:
+        name = getattr(flow, "name", None)
+        return flow, name if isinstance(name, str) and name else type(flow).__name__
+    return None
+
+
 def crew_roles(crew: Any) -> list[str]:
     """The roles of a crew's agents and of its manager, if it has one: the possible coworkers."""
     agents = [*(getattr(crew, "agents", None) or ()), getattr(crew, "manager_agent", None)]

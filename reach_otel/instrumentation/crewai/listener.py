@@ -1,10 +1,12 @@
 """Maps one crew kickoff's CrewAI events onto §3 spans, in the thread that emits each event.
 
-Kickoff → ``invoke_workflow {crew}``; an agent executing a task → ``invoke_agent {role}``; a tool →
-``execute_tool {tool}``, except CrewAI's delegation tools, which are ``handoff {coworker}`` (delegate
-for *Delegate work to coworker*, consult for *Ask question to coworker*) with the coworker's run
-nested under it; an LLM call → ``chat {model}``, whatever provider CrewAI's LLM layer uses (the
-span is current while the SDK call runs, so our OpenAI or Anthropic instrumentation stays out).
+Kickoff → ``invoke_workflow {crew}``; a flow's kickoff → ``invoke_workflow {flow}``, with the crews
+its methods kick off, and whatever else they do, nested under it: one flow run is one trace. An
+agent executing a task → ``invoke_agent {role}``; a tool → ``execute_tool {tool}``, except
+CrewAI's delegation tools, which are ``handoff {coworker}`` (delegate for *Delegate work to
+coworker*, consult for *Ask question to coworker*) with the coworker's run nested under it; an LLM
+call → ``chat {model}``, whatever provider CrewAI's LLM layer uses (the span is current while the
+SDK call runs, so our OpenAI or Anthropic instrumentation stays out).
 
 A span is made current in the emitting context when its start event arrives and taken off when its
 end event arrives there, so whatever runs in between — the model call, the tool's body, the
@@ -60,10 +62,11 @@ class _Open:
 
 @dataclass
 class _Run:
-    """One crew kickoff: its workflow span, the spans open under it, and what to undo at its end."""
+    """One crew (or flow) kickoff: its workflow span, the spans open under it, and what to undo at
+    its end."""
 
     handler: TelemetryHandler
-    crew: Any
+    crew: Any  # the crew, or the flow, whose kickoff this is
     workflow: WorkflowInvocation | None
     open: dict[str, _Open] = field(default_factory=dict)  # set/pop are atomic: events come from threads
     undo: list[Callable[[], None]] = field(default_factory=list)
@@ -343,13 +346,13 @@ class CrewListener:
     # A hook's return value, when not None, replaces the kickoff's inputs or output: these return None.
     @safe
     def on_execution_start(self, ctx: Any) -> None:
-        crew = getattr(ctx, "crew", None)
-        if crew is None:  # a flow's own start: only crews are mapped
+        kickoff = extract.kickoff_of(ctx)
+        if kickoff is None:
             return
+        owner, name = kickoff
         handler = self._handler()
-        name = getattr(crew, "name", None)
-        workflow = handler.start_workflow(name if isinstance(name, str) and name else "crew")
-        run = _Run(handler, crew, workflow)
+        workflow = handler.start_workflow(name)
+        run = _Run(handler, owner, workflow)
         token = _current.set(run)
         run.undo.append(lambda: _current.reset(token))
         if workflow is not None:
@@ -362,7 +365,8 @@ class CrewListener:
     @safe
     def on_execution_end(self, ctx: Any) -> None:
         run = _current.get()
-        if run is None or run.finished or run.crew is not getattr(ctx, "crew", None):
+        kickoff = extract.kickoff_of(ctx)
+        if run is None or run.finished or kickoff is None or run.crew is not kickoff[0]:
             return
         if getattr(ctx, "status", None) != "failed":
             run.finish(None)

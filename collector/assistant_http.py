@@ -5,13 +5,13 @@ process on the machine could read the collector's traces through this server's q
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import secrets
 import socket
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
 from mcp.server.mcpserver import MCPServer
+from reach_collector.api._asgi import send_detail
 from reach_collector.api.auth import bearer
 from reach_collector.cli.client import read_token_file
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -46,14 +46,8 @@ class BearerGuard:
         if scope["type"] != "http" or self._allowed(scope):
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"detail": "missing or invalid bearer token for this MCP server"}).encode()
-        headers: list[tuple[bytes, Any]] = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b'Bearer realm="reach-otel mcp"'),
-        ]
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        challenge = [(b"www-authenticate", b'Bearer realm="reach-otel mcp"')]
+        await send_detail(send, 401, "missing or invalid bearer token for this MCP server", challenge)
 
     def _allowed(self, scope: Scope) -> bool:
         for name, value in scope.get("headers", ()):

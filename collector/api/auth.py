@@ -6,9 +6,9 @@ A pure ASGI middleware, so routers added later (metrics, alerts, ...) are covere
 from __future__ import annotations
 
 import hmac
-import json
-from typing import Any, Final
+from typing import Final
 
+from reach_collector.api._asgi import send_detail
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 INGEST: Final = "ingest"
@@ -79,12 +79,5 @@ class AuthMiddleware:
         message = (
             "missing or invalid bearer token" if status == 401 else "this token may not use this endpoint"
         )
-        body = json.dumps({"detail": message}).encode()
-        headers: list[tuple[bytes, Any]] = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        if status == 401:
-            headers.append((b"www-authenticate", b'Bearer realm="reach-otel"'))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        challenge = [(b"www-authenticate", b'Bearer realm="reach-otel"')] if status == 401 else []
+        await send_detail(send, status, message, challenge)

@@ -11,10 +11,10 @@ client to go away).
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from typing import Any
 
+from reach_collector.api._asgi import send_detail
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["BodyDeadline"]
@@ -70,14 +70,9 @@ class _Request:
         await self._send(message)
 
     async def _answer_408(self) -> None:
-        body = json.dumps({"detail": "request body not complete in time (server.body_timeout)"}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),  # the rest of the body is never read
-        ]
-        await self._send({"type": "http.response.start", "status": 408, "headers": headers})
-        await self._send({"type": "http.response.body", "body": body})
+        detail = "request body not complete in time (server.body_timeout)"
+        # connection: close, since the rest of the body is never read
+        await send_detail(self._send, 408, detail, [(b"connection", b"close")])
 
 
 async def _before(deadline: float, awaitable: Any) -> Message:

@@ -21,11 +21,11 @@ A pure ASGI middleware, like the auth one, so every router is covered by its pat
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Iterable
 from typing import Final
 from urllib.parse import urlsplit
 
+from reach_collector.api._asgi import send_detail
 from reach_collector.api.auth import INGEST, QUERY, scope_for
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -115,11 +115,7 @@ class SiteFence:
         if refusal is None:
             await self.app(scope, receive, send)
             return
-        status, message = refusal
-        body = json.dumps({"detail": message}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send_detail(send, *refusal)
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """(status, message) for a request the fence refuses, else None."""

@@ -5,9 +5,9 @@ longer (about 64 KB), which let one URL carry a 12 000-digit duration."""
 
 from __future__ import annotations
 
-import json
 from typing import Final
 
+from reach_collector.api._asgi import send_detail
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["MAX_QUERY_BYTES", "MAX_URL_BYTES", "UrlLimitMiddleware"]
@@ -38,7 +38,4 @@ class UrlLimitMiddleware:
         if why is None:
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"detail": why}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 414, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send_detail(send, 414, why)

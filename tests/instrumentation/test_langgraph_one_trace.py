@@ -171,6 +171,10 @@ def run(graph: Any, mode: str) -> None:
             inside = otel_context.get_current()
             if mode == "ainvoke":
                 await graph.ainvoke(text)
+            elif mode == "astream_events":
+                _ = [event async for event in graph.astream_events(text, version="v2")]
+            elif mode == "astream-messages":  # a streaming handler of LangGraph's own on every run
+                _ = [chunk async for chunk in graph.astream(text, stream_mode="messages", subgraphs=True)]
             else:
                 _ = [chunk async for chunk in graph.astream(text)]
             assert otel_context.get_current() is inside
@@ -187,7 +191,15 @@ def by_trace(spans: list[ReadableSpan]) -> dict[int, list[ReadableSpan]]:
 
 
 # sync nodes under invoke, stream and astream (an executor runs them); async nodes under ainvoke, astream
-MODES = [(False, "invoke"), (False, "stream"), (False, "astream"), (True, "ainvoke"), (True, "astream")]
+MODES = [
+    (False, "invoke"),
+    (False, "stream"),
+    (False, "astream"),
+    (True, "ainvoke"),
+    (True, "astream"),
+    (True, "astream-messages"),
+    (True, "astream_events"),
+]
 
 
 @pytest.mark.parametrize(
@@ -235,7 +247,7 @@ def test_an_exploding_reader_leaves_the_node_in_its_trace(
     rec, instrumented, llm, service, monkeypatch
 ) -> None:
     """A failure in reading the node's code: it becomes an agent at its first model call, as before."""
-    monkeypatch.setattr(references, "get_function_nonlocals", lambda func: 1 / 0)
+    monkeypatch.setattr(references, "_referenced", lambda func: 1 / 0)
     seen: dict[str, Any] = {}
     run(desk(apps.chat_model(llm.openai_base_url), service, True, seen), "astream")
     (root,) = rec.named("invoke_workflow desk")
@@ -295,6 +307,9 @@ def test_the_reader_finds_models_and_graphs_as_langgraph_finds_subgraphs(llm) ->
     def plain(state: Any) -> Any:
         return {"seen": len(state)}
 
+    namespace = {"model": model}  # a function whose source is nowhere to be read (a REPL's, exec'd code)
+    exec(compile("def sourceless(state):\n    return model.invoke('x')\n", "<input>", "exec"), namespace)
+
     for func in (
         closure,
         piped,
@@ -302,6 +317,7 @@ def test_the_reader_finds_models_and_graphs_as_langgraph_finds_subgraphs(llm) ->
         helper,
         Desk(model).answer,
         functools.partial(takes, llm=model),
+        namespace["sourceless"],
     ):
         assert references.reaches_a_model(_node(func)), func
     assert not references.reaches_a_model(_node(plain))

@@ -2,9 +2,10 @@
 
 Read the way LangGraph itself finds a node's subgraphs at compile time (``find_subgraph_pregel``,
 through langchain-core's ``get_function_nonlocals``): the closure and global names the function's
-source uses, following attribute chains (``self.model``, ``agent.invoke``), plus a partial's
-arguments, a bound method's object and the helpers it calls, a few levels deep. No spans here; the
-answer for a node's function is computed once and kept with it.
+source uses, following attribute chains (``self.model``, ``agent.invoke``) — and those its code
+object names, for a function whose source is not at hand — plus a partial's arguments, a bound
+method's object and the helpers it calls, a few levels deep. No spans here; the answer for a
+node's function is computed once and kept with it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _referenced(func: Callable[..., Any]) -> Iterator[Any]:
     owner = getattr(func, "__self__", None)
     if owner is not None and not inspect.ismodule(owner):
         yield from (vars(owner).values() if hasattr(owner, "__dict__") else ())
+    with contextlib.suppress(TypeError):  # the names its code uses, even where its source is not at hand
+        names = inspect.getclosurevars(func)
+        yield from names.nonlocals.values()
+        yield from names.globals.values()
     for value in get_function_nonlocals(func):
         yield getattr(value, "__self__", value) if inspect.ismethod(value) else value
 

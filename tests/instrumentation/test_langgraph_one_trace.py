@@ -26,6 +26,7 @@ import httpx
 import pytest
 from collector_process import CollectorProcess
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 from opentelemetry import context as otel_context
@@ -241,6 +242,35 @@ def test_a_node_runs_in_its_requests_trace_from_its_first_line(
         assert agents["worker"].attributes["reach.hop.count"] == 1
         assert all(tree[c.parent.span_id] in agents.values() for c in rec.named(f"chat {apps.MODEL}"))
         rec.clear()
+
+
+@pytest.mark.parametrize("mode", ["ainvoke", "astream"])
+@pytest.mark.parametrize("kind", ["lambda", "generator"])
+def test_a_node_that_is_no_function_runs_in_its_requests_trace(
+    rec, instrumented, llm, service, kind, mode
+) -> None:
+    """A RunnableLambda or a generator node: under the span around it until its model call."""
+    model = apps.chat_model(llm.openai_base_url)
+
+    async def answer(state: MessagesState) -> dict[str, Any]:
+        async with httpx.AsyncClient() as client:
+            await client.get(service)
+        return {"messages": [await model.ainvoke("answer")]}
+
+    def streamed(state: MessagesState) -> Iterator[dict[str, Any]]:
+        httpx.get(service)
+        yield {"messages": [model.invoke("answer")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("writer", RunnableLambda(answer) if kind == "lambda" else streamed)
+    graph.add_edge(START, "writer")
+    graph.add_edge("writer", END)
+    run(graph.compile(name="desk"), mode)
+    (root,) = rec.named("invoke_workflow desk")
+    assert {s.context.trace_id for s in rec.spans} == {root.context.trace_id}
+    (get,) = rec.named("GET")
+    assert get.parent.span_id == root.context.span_id
+    assert rec.one("invoke_agent writer").parent.span_id == root.context.span_id
 
 
 def test_an_exploding_reader_leaves_the_node_in_its_trace(

@@ -2,7 +2,9 @@
 
 - A node's own function runs with its node's span — or the span the node runs under — current
   from its first line (:mod:`.bodies`): attached when LangGraph enters the function, in the
-  Context LangGraph runs it in, and detached when it returns.
+  Context LangGraph runs it in, and detached when it returns. A node that is no function (a
+  RunnableLambda, a generator) gets it where its runnable's start is reported, which is in that
+  Context too (under an async manager, in the node's own task).
 - Under a sync callback manager a run's start and end callbacks come in one Context, so each
   node, model and tool run's span is current from its start to its end.
 - An async manager ends chain and model runs in a shielded copy of the Context, where nothing

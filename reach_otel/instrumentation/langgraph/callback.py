@@ -150,7 +150,10 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             return
         step = extract.node_step(name, tags, metadata)
         if step is None:
-            self._runs[run_id] = Run(Kind.OTHER, str(name), parent.handler, parent, start_ns=time.time_ns())
+            run = Run(Kind.OTHER, str(name), parent.handler, parent, start_ns=time.time_ns())
+            self._runs[run_id] = run
+            if parent.kind is Kind.NODE and may_attach(run, async_dispatch()):
+                run.activate()  # a node that is no function (a RunnableLambda, a generator) runs in its trace
             return
         if parent.scope is None:  # the first node of a graph run inside a node: a subgraph
             parent.kind, parent.scope = Kind.GRAPH, Scope()

@@ -13,7 +13,7 @@ from dataclasses import replace
 from types import FrameType
 from typing import TextIO
 
-from reach_collector.config import Settings, check_bind
+from reach_collector.config import Settings, auth_line, check_bind
 from reach_collector.durations import format_duration_s
 
 
@@ -126,11 +126,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
             else "retention off"
         )
         print(f"reach-otel collector data: {where}; {kept}", file=out)
-        if settings.auth_enabled:
-            scopes = [n for n, t in (("ingest", settings.ingest_token), ("query", settings.query_token)) if t]
-            print(f"reach-otel collector auth: on ({', '.join(scopes)} token)", file=out)
-        else:
-            print(f"reach-otel collector auth: off (no tokens; bound to {settings.host})", file=out)
+        print(f"reach-otel collector auth: {auth_line(settings)}", file=out)
         processes = f"{workers} decoder process(es)" if pool is not None else "threads"
         off = fast.why_off()
         decoding = (

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from collector_process import CollectorProcess
+from collector_process import CollectorProcess, free_port
 
 
 @pytest.fixture(scope="module")
@@ -17,8 +17,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_", "OPENAI_"))}
     env["COLUMNS"] = "200"
+    # A port of its own: on the default one (4318, where the library exports by default) another
+    # test process could race it for the port or send it spans of its own.
     out = subprocess.run(
-        [sys.executable, "-m", "reach_otel", "demo", "--db", str(db)],
+        [sys.executable, "-m", "reach_otel", "demo", "--db", str(db), "--port", str(free_port())],
         capture_output=True,
         text=True,
         env=env,

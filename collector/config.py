@@ -293,8 +293,18 @@ def load_file(path: str | os.PathLike[str]) -> Settings:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(exc)}") from None
     return from_mapping(doc or {}, str(p))
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """A YAML error as ``line L, column C: problem``, without the parser's ``in "<unicode
+    string>"`` (the file is named already)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    what = f"{problem} ({context})" if context else str(problem)
+    return f"line {mark.line + 1}, column {mark.column + 1}: {what}" if mark is not None else what
 
 
 def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:

@@ -24,8 +24,18 @@ def parse_window(text: str, name: str = "window", *, maximum_s: int = MAX_WINDOW
         seconds = parse_duration_s(text, name, units=_UNITS)
     except DurationError:
         seconds = 0.0
+    if seconds == 0.0 and _reads_as_zero(text):
+        raise WindowError(f"{name} must be at least 1s; got {text.strip()[:40]!r}")
     if seconds < 1 or seconds != int(seconds):
         raise WindowError(f"{name} must be {ALLOWED}; got {str(text)[:40]!r}")
     if seconds > maximum_s:
         raise WindowError(f"{name} must be at most {maximum_s // 86400}d; got {text.strip()[:40]!r}")
     return int(seconds)
+
+
+def _reads_as_zero(text: str) -> bool:
+    """Whether ``text`` is a well-formed duration of no time at all (``0m``, ``0s``)."""
+    try:
+        return parse_duration_s(text, units=_UNITS) == 0.0
+    except DurationError:
+        return False

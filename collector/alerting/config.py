@@ -7,6 +7,7 @@ A bad value raises ``ConfigError`` naming the key path and the reason, e.g.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -240,6 +241,14 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         rule = mapping(rule, f"{key}.rules.{name}")
         if name not in (SUCCESS_RATE, LATENCY, HEARTBEAT):
             parse = types.get(rule.get("type"))  # type: ignore[arg-type]
+            if parse is None and "type" in rule:
+                given = str(rule["type"])[:40]
+                close = difflib.get_close_matches(given, list(types), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ConfigError(
+                    f"{key}.rules.{name}.type: unknown type {given!r} (expected one of "
+                    f"{', '.join(types)}){hint}"
+                )
             if parse is None:
                 raise ConfigError(
                     f"{key}.rules.{name}: unknown rule (expected {SUCCESS_RATE}, {LATENCY}, "

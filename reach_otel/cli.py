@@ -7,6 +7,7 @@ Each command group lives with the code it drives; this module only wires them to
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -69,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # said by the subcommand that was given them, with its usage and the near option
+        _subcommand_parser(parser, args).error(_unrecognized(_subcommand_parser(parser, args), extras))
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
@@ -79,6 +82,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the deepest subcommand ``args`` chose (``alerts replay`` → replay's)."""
+    current = parser
+    while True:
+        choices = next(
+            (a.choices for a in current._actions if isinstance(a, argparse._SubParsersAction)), None
+        )
+        chosen = getattr(args, _subcommand_dest(current) or "", None)
+        if not isinstance(choices, dict) or chosen not in choices:
+            return current
+        current = choices[chosen]
+
+
+def _subcommand_dest(parser: argparse.ArgumentParser) -> str | None:
+    return next((a.dest for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """``unrecognized arguments: --sinse 15m (did you mean --since?)``."""
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    hints = []
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1)
+            hints += [f"did you mean {close[0]}?"] if close else []
+    tail = f" ({'; '.join(dict.fromkeys(hints))})" if hints else ""
+    return f"unrecognized arguments: {' '.join(extras)}{tail}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -113,15 +113,19 @@ def _traces_endpoint(base: str) -> str:
     return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
 
 
-def _valid_endpoint(value: str, source: str, default: str) -> str:
-    """``value`` if it is an http(s):// URL with a host; else one log line and ``default``."""
+def is_http_url(value: str) -> bool:
+    """Whether ``value`` is an http:// or https:// URL with a host (and a numeric port, if any)."""
     try:
         parts = urlsplit(value.strip())
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
         parts.port  # noqa: B018 - raises ValueError on a port that is not a number
     except ValueError:
-        ok = False
-    if ok:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _valid_endpoint(value: str, source: str, default: str) -> str:
+    """``value`` if it is an http(s):// URL with a host; else one log line and ``default``."""
+    if is_http_url(value):
         return value.strip()
     logger.warning(
         "reach_otel: %s=%r is not an http:// or https:// URL with a host; using the default %s",

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from reach_otel.auto import ANNOUNCE_ENV
+from reach_otel.config import is_http_url
 
 BOOTSTRAP_DIR = Path(__file__).with_name("_bootstrap")
 _DERIVED_ENV = "_REACH_OTEL_RUN_SERVICE"
@@ -71,6 +72,15 @@ def main(args: argparse.Namespace) -> int:
     if not command:
         print(
             "reach-otel run: give the program to run, e.g. reach-otel run -- python app.py", file=sys.stderr
+        )
+        return 2
+    if args.endpoint and not is_http_url(args.endpoint):
+        scheme, sep, rest = args.endpoint.strip().rpartition("://")
+        shown = f"{scheme}{sep}{rest.rsplit('@', 1)[-1]}"[:200]  # never echo credentials written into it
+        guess = f"http://{shown}"
+        hint = f"; did you mean {guess}?" if not sep and is_http_url(guess) else ""
+        print(
+            f"reach-otel run: --endpoint {shown!r} is not an http:// or https:// URL{hint}", file=sys.stderr
         )
         return 2
     executable = shutil.which(command[0])

@@ -43,3 +43,23 @@ def test_a_search_limit_outside_one_to_a_thousand_is_refused(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "argument --limit:" in err and "1 to 1000" in err
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("127.0.0.1:14318", "did you mean http://127.0.0.1:14318?"),
+        ("collector.internal", "did you mean http://collector.internal?"),
+        ("ftp://u:secret@host:21", None),
+    ],
+)
+def test_run_refuses_an_endpoint_that_is_not_a_url(
+    given: str, hint: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: the child named OTEL_EXPORTER_OTLP_ENDPOINT, which the user had not set, and exported to
+    # the default port, where another collector may listen.
+    assert main(["run", "--endpoint", given, "--", "python", "-c", "pass"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("reach-otel run: --endpoint ") and "is not an http:// or https:// URL" in err
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in err and "secret" not in err
+    assert (hint in err) if hint else ("did you mean" not in err)

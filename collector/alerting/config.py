@@ -207,6 +207,22 @@ def _load(doc: Mapping[str, Any], time_zone: str, configured: bool) -> AlertingS
         agent: parse_owner(f"owners.{agent}", mapping(spec, f"owners.{agent}"), schedules, policies)
         for agent, spec in mapping(doc.get("owners"), "owners").items()
     }
+    # A route, an owner or an escalation step that names someone who is not a user is a typo.
+    for where, targets in (
+        *((f"routing.{sev}", r.notify) for sev, r in routing.items()),
+        *((f"owners.{agent}", r.notify) for agent, r in owners.items()),
+        *(
+            (f"escalation_policies.{name}.steps[{i}]", step.notify)
+            for name, p in policies.items()
+            for i, step in enumerate(p.steps)
+        ),
+    ):
+        for user in targets.users if targets else ():
+            if user not in users:
+                close = difflib.get_close_matches(user, list(users), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                known = ", ".join(sorted(users)) or "none"
+                raise ConfigError(f"{where}.notify.users: {user!r} is not in users (defined: {known}){hint}")
     # Members without a contact are legal (they may be reached another way) but cannot be paged.
     named = {m for s in schedules.values() for layer in s.layers for m in layer.members}
     named |= {o.user for s in schedules.values() for o in s.overrides}

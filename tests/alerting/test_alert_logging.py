@@ -137,7 +137,7 @@ def test_undeliverable_and_refused_pages_are_warnings(
     with Receiver([404]) as alice:
         doc: dict[str, Any] = {
             "alerting": {"rules": {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3}}},
-            "users": {"alice": {"webhook": alice.url}},
+            "users": {"alice": {"webhook": alice.url}, "nobody": {}},  # a user with no webhook
             "routing": {
                 "P0": {"notify": {"users": ["alice", "nobody"]}},
                 "P1": {"notify": {"users": ["alice"]}},

@@ -49,3 +49,41 @@ def test_other_bad_windows_keep_their_message() -> None:
         parse_window("1.5s")
     with pytest.raises(WindowError, match="whole number"):
         parse_window("fivem")
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (
+            {"users": {"alice": {}}, "routing": {"P1": {"notify": {"users": ["alicee"]}}}},
+            "routing.P1.notify.users: 'alicee' is not in users (defined: alice); did you mean alice?",
+        ),
+        (
+            {"owners": {"BillingAgent": {"users": ["bob"]}}},
+            "owners.BillingAgent.notify.users: 'bob' is not in users (defined: none)",
+        ),
+        (
+            {
+                "users": {"mgr": {}},
+                "escalation_policies": {"p0": {"steps": [{"notify": {"users": ["mrg"]}}]}},
+            },
+            "escalation_policies.p0.steps[0].notify.users: 'mrg' is not in users (defined: mgr); "
+            "did you mean mgr?",
+        ),
+    ],
+)
+def test_a_route_to_someone_who_is_not_a_user_is_an_error(doc: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_alerting(doc, source="reach.yaml")
+    assert str(caught.value) == f"reach.yaml: {message}"
+
+
+def test_a_schedule_member_without_a_user_entry_still_only_warns() -> None:
+    doc = {
+        "schedules": {
+            "primary": {"layers": [{"start": "2026-01-05T09:00:00", "length": "1w", "members": ["carol"]}]}
+        },
+        "routing": {"P0": {"notify": {"schedule": "primary"}}},
+    }
+    setup = load_alerting(doc, source="reach.yaml")
+    assert any("users.carol: no webhook configured" in w for w in setup.warnings)

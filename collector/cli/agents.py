@@ -15,7 +15,15 @@ from reach_collector.cli.client import (
 )
 from reach_collector.cli.formats import when
 
-__all__ = ["register", "run_agents"]
+__all__ = ["NO_HEARTBEATS", "register", "run_agents"]
+
+# Traced spans alone list no agent here: the registry is heartbeats (§4), which a new user may not
+# have sent yet.
+NO_HEARTBEATS = (
+    "no heartbeats yet: an agent is listed once it sends them, with reach_otel.heartbeat(agent_id) "
+    "or POST /api/heartbeats (its spans alone do not list it; `reach-otel metrics --by agent` shows "
+    "the agents that ran)"
+)
 
 
 @query_command
@@ -37,7 +45,7 @@ def run_agents(args: argparse.Namespace) -> int:
             Col("service", floor=10),
         ]
         title = f"{len(rows)} agent(s)"
-        print_table(zone_heading(title, zone), columns, rows, "no heartbeats")
+        print_table(zone_heading(title, zone), columns, rows, NO_HEARTBEATS)
     return 0
 
 

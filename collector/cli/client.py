@@ -259,7 +259,13 @@ def _send(request: urllib.request.Request, base_url: str, token: str | None, tim
     except urllib.error.HTTPError as exc:
         raise QueryError(_refusal(exc, base_url, bool(token))) from None
     except (urllib.error.URLError, OSError) as exc:
-        why = _unreachable(getattr(exc, "reason", exc), timeout)
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, (TimeoutError, socket.timeout)):  # it may be up and merely slow
+            raise QueryError(
+                f"the collector at {base_url} gave no answer within {timeout:g}s: it may be busy with a "
+                "long query (a shorter range or a larger step costs less), or not running"
+            ) from None
+        why = _unreachable(reason)
         raise QueryError(
             f"cannot reach the collector at {base_url} ({why}): is it running? "
             "(--url or $REACH_OTEL_URL names it)"
@@ -268,11 +274,9 @@ def _send(request: urllib.request.Request, base_url: str, token: str | None, tim
         raise QueryError(f"the server at {base_url} did not answer like a reach-otel collector") from None
 
 
-def _unreachable(reason: Any, timeout: float) -> str:
+def _unreachable(reason: Any) -> str:
     if isinstance(reason, ConnectionRefusedError):
         return "connection refused"
-    if isinstance(reason, (TimeoutError, socket.timeout)):
-        return f"no answer within {timeout:g}s"
     if isinstance(reason, socket.gaierror):
         return "unknown host"
     if isinstance(reason, OSError) and reason.strerror:

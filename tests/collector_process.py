@@ -20,6 +20,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_PORT_ATTEMPTS = 3
+
+
+class _PortTaken(Exception):
+    pass
+
+
 class CollectorProcess:
     """``python -m reach_collector`` on ``db`` (a DuckDB path or a clickhouse:// URL), its output
     captured: ``with CollectorProcess(db) as c:`` or ``start()`` … ``stop()`` (which returns it)."""
@@ -34,6 +41,20 @@ class CollectorProcess:
         self.env = dict(env or {})  # set on top of this process's (whose OTEL_/REACH_ are dropped)
 
     def start(self, timeout: float = 30) -> CollectorProcess:
+        for _ in range(_PORT_ATTEMPTS - 1):
+            try:
+                return self._start(timeout)
+            except _PortTaken:
+                self._move_to(free_port())
+        return self._start(timeout)
+
+    def _move_to(self, port: int) -> None:
+        """Another port: free_port()'s was taken by another process before the collector bound it
+        (the suite's workers and other runs pick free ports at the same time)."""
+        self.args[self.args.index(str(self.port), self.args.index("--port"))] = str(port)
+        self.port, self.url = port, f"http://127.0.0.1:{port}"
+
+    def _start(self, timeout: float) -> CollectorProcess:
         self.printed = None
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
         env.update(self.env)
@@ -43,6 +64,8 @@ class CollectorProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if f"cannot listen on 127.0.0.1:{self.port}: Address already in use" in self.output():
+                    raise _PortTaken
                 raise RuntimeError(f"collector exited: {self.output()}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:

@@ -104,7 +104,7 @@ def test_prometheus_endpoint_parses(fed: Served) -> None:
     ("path", "params", "message"),
     [
         ("/api/metrics/golden", {"window": "5x"}, "window must be a whole number followed by s, m, h or d"),
-        ("/api/metrics/golden", {"window": "0m"}, "e.g. 30s, 5m, 1h, 7d"),
+        ("/api/metrics/golden", {"window": "0m"}, "window must be at least 1s; got '0m'"),
         ("/api/metrics/golden", {"window": "30d"}, "at most 7d"),
         ("/api/metrics/golden", {"window": "5m", "by": "user"}, "by must be one of agent, tool, model"),
         ("/api/metrics/agents", {"window": "-1h"}, "window must be"),

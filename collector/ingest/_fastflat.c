@@ -47,6 +47,14 @@ static int buf_grow(Buf *b, size_t need) {
     return 0;
 }
 
+/* Token sums saturate at the int64 range, as batch_stats' fold does: a wrap would turn two huge
+   counts into a negative one (and signed overflow is undefined behaviour in C). */
+static inline int64_t add_sat(int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
 static inline int buf_reserve(Buf *b, size_t need) { return b->len + need < b->cap ? 0 : buf_grow(b, need); }
 
 static inline int buf_put(Buf *b, const void *s, size_t n) {
@@ -1333,8 +1341,8 @@ static int fold(Folds *f, const Table *t, int64_t row, int heartbeat) {
             TRY(key_cell(k, &c[C_AGENT], A_STR, row));
             TRY(key_cell(k, &c[C_MODEL], A_STR, row));
             TRY(groups_get(&f->tokens, k, row, &g));
-            if (valid_at(&c[C_INPUT], row)) g->n[0] += ((const int64_t *)c[C_INPUT].values.p)[row];
-            if (valid_at(&c[C_OUTPUT], row)) g->n[1] += ((const int64_t *)c[C_OUTPUT].values.p)[row];
+            if (valid_at(&c[C_INPUT], row)) g->n[0] = add_sat(g->n[0], ((const int64_t *)c[C_INPUT].values.p)[row]);
+            if (valid_at(&c[C_OUTPUT], row)) g->n[1] = add_sat(g->n[1], ((const int64_t *)c[C_OUTPUT].values.p)[row]);
         }
     }
     if (handoff || agent_span || root) {

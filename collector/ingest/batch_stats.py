@@ -57,6 +57,15 @@ _HANDOFF: Final = tuple(
 _ATTRS: Final = _COL["attributes"]
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def add_sat(a: int, b: int) -> int:
+    """``a + b`` held to the int64 range, as the compiled fold adds token counts (the sums feed
+    int64 counters; a huge count must not wrap round to a negative one)."""
+    return min(max(a + b, _INT64_MIN), _INT64_MAX)
+
+
 @dataclass
 class BatchStats:
     # (agent, operation, is_error, duration bucket) → [count, sum of seconds]
@@ -94,9 +103,9 @@ class BatchStats:
                     if tok is None:
                         tok = self.tokens[tkey] = [0, 0]
                     if tin is not None:
-                        tok[0] += tin
+                        tok[0] = add_sat(tok[0], tin)
                     if tout is not None:
-                        tok[1] += tout
+                        tok[1] = add_sat(tok[1], tout)
         if op == sc.OP_HANDOFF or op == sc.OP_AGENT or is_root:
             state = self.traces.get(row[_TID])
             if state is None:
@@ -118,8 +127,8 @@ class BatchStats:
             call[1] += total
         for tkey, (tin, tout) in other.tokens.items():
             tok = self.tokens.setdefault(tkey, [0, 0])
-            tok[0] += tin
-            tok[1] += tout
+            tok[0] = add_sat(tok[0], tin)
+            tok[1] = add_sat(tok[1], tout)
         for hkey, n in other.handoffs.items():
             self.handoffs[hkey] = self.handoffs.get(hkey, 0) + n
         for tid, (handoffs, agents, root) in other.traces.items():

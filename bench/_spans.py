@@ -398,6 +398,7 @@ def decoded_table(bodies: list[bytes]) -> Any:
     """The requests' span rows as the collector's compiled decoder makes them, in one Arrow table;
     exits when that decoder is not built."""
     import pyarrow as pa
+
     from reach_collector.ingest import fast
 
     batches = [fast.flatten_protobuf(body) for body in bodies]

@@ -53,6 +53,7 @@ WORKLOADS = {"standard": False, "heavy": True}
 def raw_insert(bodies: list[bytes], db: Path, batch_rows: int = 65_536) -> tuple[int, float]:
     import duckdb
     import pyarrow as pa
+
     from reach_collector.ingest.decode import PROTOBUF, parse
     from reach_collector.ingest.rows import flatten
     from reach_collector.store.schema import DDL

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from reach_collector.store.schema import ARROW_SCHEMA, COMPACT, DDL, PART_INSERT
 
+from reach_collector.store.schema import ARROW_SCHEMA, COMPACT, DDL, PART_INSERT
 from reach_otel import semconv as sc
 
 AGENTS = ["TriageAgent", "BillingAgent", "TechSupportAgent", "RefundAgent", "WriterAgent"]

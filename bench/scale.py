@@ -359,12 +359,13 @@ def _settle(server: ClickHouseServer, database: str, timeout_s: float) -> int:
 
 def run_queries(args: argparse.Namespace) -> None:
     import httpx
+    from servers import ServerThread
+
     from reach_collector import metrics
     from reach_collector.app import create_app
     from reach_collector.config import Settings
     from reach_collector.store.clickhouse import ClickHouseStore
     from reach_collector.store.clickhouse.schema import SCHEMA_VERSION
-    from servers import ServerThread
 
     database = "scale"
     data = Path(args.data)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from reach_collector import topology
 from reach_collector.alerting.budget import BudgetRuleConfig, budget_rules
 from reach_collector.alerting.edge_slo import EdgeSLORule, EdgeSLORuleConfig

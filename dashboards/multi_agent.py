@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from build import Dashboard, Panel
 from promql import (
     ACCEPTED,
     AGENT_SEL,
@@ -24,8 +25,6 @@ from promql import (
     histogram_quantile,
     zero_if_none,
 )
-
-from build import Dashboard, Panel
 
 MULTI_AGENT: Final = Dashboard(
     uid="reach-multi-agent",

@@ -1,4 +1,4 @@
-"""Builds ``collector/ingest/_fastflat.c`` for fuzzing, into ``fuzz/build/<mode>/`` — never over the
+"""Builds ``reach_collector/ingest/_fastflat.c`` for fuzzing, into ``fuzz/build/<mode>/`` — never over the
 in-place build the collector and the other tests import.
 
 Two modes, from the same source and the running interpreter's Python headers:
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parent.parent
-SOURCE: Final = ROOT / "collector" / "ingest" / "_fastflat.c"
+SOURCE: Final = ROOT / "collector" / "reach_collector" / "ingest" / "_fastflat.c"
 BUILD: Final = ROOT / "fuzz" / "build"
 FLAGS: Final = {
     "sanitize": ["-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined,fuzzer-no-link"],

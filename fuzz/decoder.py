@@ -1,4 +1,4 @@
-"""The fuzz target for the compiled OTLP protobuf decoder (``collector/ingest/_fastflat.c``).
+"""The fuzz target for the compiled OTLP protobuf decoder (``collector/reach_collector/ingest/_fastflat.c``).
 
 Each input is one request body, judged three ways: protobuf's own parser
 (``ExportTraceServiceRequest.FromString``), the compiled path (``fast.flatten_protobuf``) and the
@@ -74,11 +74,12 @@ if os.environ.get(EXTENSION_ENV):
 sys.path[:0] = [str(ROOT / "fuzz"), str(ROOT / "tests" / "collector")]
 from google.protobuf.message import DecodeError  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from shrink import shrink  # noqa: E402
+from test_fast_path import assert_same_batch, reference  # noqa: E402
+
 from reach_collector.ingest import fast  # noqa: E402
 from reach_collector.ingest.decode import UndecodableBody  # noqa: E402
 from reach_collector.ingest.rows import SpanBatch  # noqa: E402
-from shrink import shrink  # noqa: E402
-from test_fast_path import assert_same_batch, reference  # noqa: E402
 
 if fast._fastflat is None:
     raise SystemExit(

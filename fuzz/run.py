@@ -102,7 +102,6 @@ def asan_runtime() -> Path:
 def write_dictionary(path: Path) -> None:
     """libFuzzer's dictionary: the names the compiled path looks for, so mutations reach its rules."""
     from reach_collector.ingest import fast
-
     from reach_otel import semconv as sc
 
     words = sorted({*fast.KEYS, *fast.OPS, *fast.KINDS, *fast.TEXTS, *sc.LLM_OPERATIONS})

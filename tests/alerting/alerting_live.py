@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 
 import httpx
 from alerting_fakes import free_port
+from servers import ServerThread
+
 from reach_collector.app import create_app
 from reach_collector.config import from_mapping
 from reach_collector.store.duckdb_store import DuckDBStore
-from servers import ServerThread
-
 from reach_otel import semconv as sc
 
 NS = 1_000_000_000

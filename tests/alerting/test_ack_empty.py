@@ -13,6 +13,7 @@ import httpx
 import pytest
 from alerting_fakes import T0, FakeClock
 from alerting_live import Live, agent_span, live_collector, otlp, wait_for
+
 from reach_collector import cli
 
 DOC: dict[str, Any] = {"alerting": {"rules": {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3}}}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from alerting_fakes import MIN, T0, FakeClock, RecordingSender, failing_between
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.alerting.engine import AlertEngine, build_engine
 from reach_collector.alerting.history import MemoryHistory

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from alerting_fakes import MIN, T0, ScriptedData
+
 from reach_collector.alerting.config import WORKBOOK_WINDOWS, load_alerting
 from reach_collector.alerting.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.evaluator import Evaluator

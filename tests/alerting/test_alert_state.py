@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from alerting_fakes import MIN, T0, ScriptedData, failing_between
+
 from reach_collector.alerting.data import AgentWindowStats
 from reach_collector.alerting.evaluator import Evaluator
 from reach_collector.alerting.rules import SuccessRateRule

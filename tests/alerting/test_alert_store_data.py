@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from alerting_fakes import MIN, T0, RecordingSender
 from fastapi.testclient import TestClient
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.alerting.data import Heartbeat
 from reach_collector.alerting.engine import AlertEngine
@@ -19,7 +20,6 @@ from reach_collector.alerting.store_data import StoreAlertData
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
-
 from reach_otel import semconv as sc
 
 NS = 1_000_000_000

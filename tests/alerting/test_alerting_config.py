@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from reach_collector.alerting.config import (
     WORKBOOK_WINDOWS,
     AlertingConfig,

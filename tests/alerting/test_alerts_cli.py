@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from alerting_fakes import T0, free_port
 from alerting_live import NS, live_collector
-from reach_collector import cli
 from test_alert_store_data import history_body
+
+from reach_collector import cli
 
 
 def run(*argv: str) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from alerting_fakes import T0, FakeClock, Receiver
 from alerting_live import agent_span, live_collector, otlp, wait_for
+
 from reach_collector import cli
 
 AGENT = "payments-reconciliation-worker-eu"  # long enough that the table must shorten it

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from reach_collector import app as app_module
 from reach_collector import server
 from reach_collector.alerting.engine import build_engine

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from alerting_fakes import T0, FakeClock, RecordingSender, ScriptedData
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.alerting.data import AgentWindowStats
 from reach_collector.alerting.engine import AlertEngine

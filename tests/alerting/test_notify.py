@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from alerting_fakes import MIN, T0, FakeClock, Receiver, RecordingSender, free_port
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.alerting.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.delivery import Backoff

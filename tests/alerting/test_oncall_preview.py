@@ -12,6 +12,7 @@ import httpx
 import pytest
 from alerting_fakes import T0, FakeClock
 from alerting_live import Live, live_collector
+
 from reach_collector import cli
 
 DOC: dict[str, Any] = {

@@ -7,6 +7,7 @@ import math
 
 import pytest
 from alerting_fakes import MIN, T0, FakeClock, RecordingSender, ScriptedData
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.alerting.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.engine import AlertEngine

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 import yaml
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.alerting.rotation import Layer, Override, Schedule, next_handoff, on_call, oncall_report
 

@@ -15,6 +15,7 @@ import pytest
 from alerting_fakes import Receiver, free_port
 from alerting_live import agent_span, otlp, wait_for
 from collector_process import CollectorProcess
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.alerting.webhook import with_path
 from reach_collector.config import ConfigError

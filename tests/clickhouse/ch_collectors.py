@@ -11,11 +11,12 @@ from typing import Any
 import httpx
 import pytest
 from collector_process import CollectorProcess as BaseCollectorProcess
+from servers import ServerThread
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.base import TraceStore
 from reach_collector.store.clickhouse import ClickHouseStore
-from servers import ServerThread
 
 PROTOBUF = "application/x-protobuf"
 # The two engines a store-level test runs on: Debian's server, and current ClickHouse in process.

@@ -202,6 +202,7 @@ def decoded(body: bytes, decoder: str) -> Any:
     """``body`` decoded by the collector's ``decoder`` ("compiled" or "python") into its span
     batch; skips the test when the compiled decoder is not built here."""
     import pytest
+
     from reach_collector.ingest import fast
     from reach_collector.ingest.decode import PROTOBUF, parse
     from reach_collector.ingest.rows import flatten

@@ -13,10 +13,11 @@ import httpx
 from ch_collectors import CollectorProcess, InProcessCollector
 from ch_server import ClickHouseServer
 from ch_spans import failing_runs
+from servers import ServerThread
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.clickhouse import ClickHouseStore
-from servers import ServerThread
 
 RULES = {"ReachSuccessRateLow": {"for": "0s", "min_calls": 3, "window": "1m"}}
 

@@ -10,6 +10,7 @@ from collections import Counter
 from ch_collectors import start_in_process
 from ch_server import CLUSTER, ClickHouseServer
 from ch_spans import make_request
+
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
 from reach_collector.store.clickhouse import ClickHouseStore

@@ -12,6 +12,7 @@ import httpx
 from ch_collectors import PROTOBUF, start_in_process
 from ch_server import ClickHouseServer
 from ch_spans import make_request
+
 from reach_collector.ingest.decode import parse
 from reach_collector.ingest.rows import flatten
 from reach_collector.store.clickhouse import ClickHouseStore

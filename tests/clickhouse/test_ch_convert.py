@@ -13,6 +13,7 @@ import duckdb
 import orjson
 import pytest
 from ch_spans import decoded, make_request
+
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
 from reach_collector.store.clickhouse.convert import insert_columns, key_values

@@ -12,6 +12,7 @@ import pytest
 from ch_collectors import InProcessCollector, start_in_process
 from ch_server import ClickHouseServer
 from ch_spans import make_request
+
 from reach_collector.store.clickhouse import ClickHouseStore
 from reach_collector.store.duckdb_store import DuckDBStore
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from ch_server import ClickHouseServer
 from ch_spans import decoded, make_request
+
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
 from reach_collector.store.clickhouse import ClickHouseStore

@@ -17,10 +17,11 @@ from ch_collectors import InProcessCollector
 from ch_server import ClickHouseServer
 from ch_spans import failing_runs
 from collector_process import free_port
+from servers import ServerThread
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.clickhouse import ClickHouseStore
-from servers import ServerThread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dashboards"))
 from dashboard_helpers import ensure_prometheus_tools, query, start_prometheus, stop_processes

@@ -14,6 +14,7 @@ import pytest
 from ch_collectors import ENGINES, engine_store
 from ch_spans import make_request
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from reach_collector.alerting.history import Acknowledgement
 from reach_collector.alerting.state import AlertState, Transition
 from reach_collector.app import create_app

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ch_server import CLUSTER, ClickHouseServer
+
 from reach_collector.store.clickhouse import ClickHouseStore, parse_clickhouse_url
 from reach_collector.store.clickhouse.chdb_backend import ChdbBackend
 from reach_collector.store.clickhouse.driver import StoreError

@@ -10,6 +10,7 @@ import httpx
 from ch_collectors import start_in_process
 from ch_server import ClickHouseServer
 from ch_spans import make_request
+
 from reach_collector.store.clickhouse import ClickHouseStore
 
 

@@ -12,6 +12,7 @@ from ch_collectors import CollectorProcess, post
 from ch_server import PASSWORD_USER, TEST_PASSWORD, ClickHouseServer
 from ch_spans import make_request
 from collector_process import free_port
+
 from reach_collector.store.clickhouse.schema import SCHEMA_VERSION
 
 

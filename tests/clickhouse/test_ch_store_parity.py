@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from ch_collectors import ENGINES, engine_store
 from ch_spans import make_request
+
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
 from reach_collector.store.clickhouse import ClickHouseStore
 from reach_collector.store.duckdb_store import DuckDBStore, TraceFilter
-
 from reach_otel import semconv as sc
 
 NOW_NS = time.time_ns()

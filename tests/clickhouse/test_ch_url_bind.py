@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from ch_server import ClickHouseServer
+
 from reach_collector.store.clickhouse.bind import bind
 from reach_collector.store.clickhouse.url import (
     PASSWORD_ENV,

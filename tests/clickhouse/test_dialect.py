@@ -13,6 +13,7 @@ import duckdb
 import numpy as np
 import pytest
 from ch_server import ClickHouseServer
+
 from reach_collector.store.dialect import CLICKHOUSE, DUCKDB, Dialect
 
 Query = Callable[[str, list[Any]], list[tuple[Any, ...]]]

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 from ch_server import ClickHouseServer
 from fastapi import FastAPI
+
 from reach_collector import metrics, topology
 from reach_collector.alerting.engine import build_engine
 from reach_collector.alerting.store_data import StoreAlertData
@@ -31,7 +32,6 @@ from reach_collector.ingest.fast import flatten_body
 from reach_collector.store.base import TraceStore
 from reach_collector.store.clickhouse.store import ClickHouseStore
 from reach_collector.store.duckdb_store import DuckDBStore, TraceFilter
-
 from reach_otel import semconv as sc
 
 ROOT = Path(__file__).resolve().parents[2]

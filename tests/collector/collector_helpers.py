@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
-from reach_collector.store.duckdb_store import DuckDBStore
 
+from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 
 

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from collector_helpers import RunningCollector, request_with
+
 from reach_collector.config import Settings
 
 PB = {"content-type": "application/x-protobuf"}

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+
 from reach_collector.ingest.writer import Writer
 from reach_collector.store.duckdb_store import ROW_GROUP_ROWS, DuckDBStore
 from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA

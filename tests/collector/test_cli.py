@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from collector_helpers import RunningCollector, multi_agent_trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from reach_collector.cli.formats import duration, parse_zone, when, zone_label
 
+from reach_collector.cli.formats import duration, parse_zone, when, zone_label
 from reach_otel.cli import main
 
 

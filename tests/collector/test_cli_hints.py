@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
 from reach_collector.cli.agents import NO_HEARTBEATS
 from reach_collector.cli.client import QueryError, get_json, post_json
 

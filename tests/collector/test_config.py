@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from reach_collector.config import ConfigError, Settings, apply_env, load, parse_duration
 
 FULL = """

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from reach_collector.alerting.config import load_alerting
 from reach_collector.config import ConfigError, load_file
 from reach_collector.windows import WindowError, parse_window

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from collector_process import CollectorProcess, free_port
+
 from reach_collector.api.fence import host_allowed, same_origin
 from reach_collector.config import Settings, auth_line, check_bind
 

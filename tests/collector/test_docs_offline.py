@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 
 from collector_helpers import RunningCollector
+
 from reach_collector.config import Settings
 
 TOKEN = {"authorization": "Bearer q-docs-secret"}

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
 from reach_collector.api.tempo_otlp import set_any
 from reach_collector.ingest import fast
 from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.decode import PROTOBUF, UndecodableBody, parse_for_rows
 from reach_collector.ingest.rows import SpanBatch, flatten
-
 from reach_otel import semconv as sc
 
 # Without the extension every request takes the reference path, so there is nothing to compare —

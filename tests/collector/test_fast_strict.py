@@ -33,8 +33,6 @@ from collector_helpers import RunningCollector
 from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from reach_collector.ingest import fast
-from reach_collector.ingest.decode import PROTOBUF, UndecodableBody
 from test_fast_path import (
     GENERATED,
     REFERENCE_ERRORS,
@@ -45,11 +43,13 @@ from test_fast_path import (
     reference,
 )
 
+from reach_collector.ingest import fast
+from reach_collector.ingest.decode import PROTOBUF, UndecodableBody
 from reach_otel import semconv as sc
 
 _fastflat: Final = fast._fastflat
 REPO: Final = Path(__file__).resolve().parents[2]
-SOURCE: Final = REPO / "collector" / "ingest" / "_fastflat.c"
+SOURCE: Final = REPO / "collector" / "reach_collector" / "ingest" / "_fastflat.c"
 
 
 @pytest.fixture(autouse=True, scope="module")

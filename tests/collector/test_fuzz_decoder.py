@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import pytest
 from debian_packages import install_lock
+
 from reach_collector.ingest import fast
 
 ROOT: Final = Path(__file__).resolve().parents[2]

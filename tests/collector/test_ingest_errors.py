@@ -12,6 +12,7 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
+
 from reach_collector.config import Settings
 from reach_collector.ingest.writer import Writer
 from reach_collector.store.duckdb_store import DuckDBStore

@@ -29,13 +29,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+
+import reach_otel
 from reach_collector.api.tempo_otlp import set_any
 from reach_collector.ingest import fast
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.normalize import promote
 from reach_collector.ingest.rows import SpanBatch, flatten
-
-import reach_otel
 from reach_otel import _shape
 from reach_otel import semconv as sc
 from reach_otel.config import load_settings

@@ -15,9 +15,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 from collector_helpers import RunningCollector
+from test_openapi_fuzz import EXTRA_PARAMS, routes
+
 from reach_collector.api._json_bounds import MAX_DEPTH, lone_surrogate, nesting_depth
 from reach_collector.api.limits import MAX_QUERY_BYTES, MAX_URL_BYTES
-from test_openapi_fuzz import EXTRA_PARAMS, routes
 
 # A correctness bound for "parsed in linear time with a length cap", not a benchmark: the
 # quadratic parses this replaces took 4-10 s on these inputs.

@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
 from reach_collector.assistant import compact_tree
 
 TOOLS = {

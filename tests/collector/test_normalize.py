@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from collector_helpers import RunningCollector, tracer_provider
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from reach_collector.ingest.normalize import TRACELOOP_REQUEST_TYPE, Promoted, promote
 
+from reach_collector.ingest.normalize import TRACELOOP_REQUEST_TYPE, Promoted, promote
 from reach_otel import semconv as sc
 
 

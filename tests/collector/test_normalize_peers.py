@@ -32,12 +32,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from prometheus_client.parser import text_string_to_metric_families
+
 from reach_collector.api.tempo_otlp import set_any
 from reach_collector.ingest import fast
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.normalize import Promoted, invocation_model, promote
 from reach_collector.ingest.rows import flatten
-
 from reach_otel import semconv as sc
 
 OI_KIND: Final = sc.OPENINFERENCE_SPAN_KIND

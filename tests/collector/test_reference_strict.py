@@ -18,6 +18,7 @@ import pytest
 from collector_helpers import RunningCollector
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from reach_collector.ingest import fast
 from reach_collector.ingest.decode import PROTOBUF, UndecodableBody, parse_for_rows
 from reach_collector.ingest.rows import SpanBatch, flatten

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from reach_collector.ingest.rows import flatten
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from collector_helpers import request_with
 from collector_process import CollectorProcess, free_port
+
 from reach_collector.config import ConfigError, from_mapping
 
 CAP = 20

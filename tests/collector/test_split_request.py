@@ -16,11 +16,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.pool import start_pool
 from reach_collector.ingest.rows import flatten, merge_batches
 from reach_collector.ingest.split import split_request
-
 from reach_otel import semconv as sc
 
 # (resources, scopes per resource, spans per scope); a span is (trace, valid, operation)

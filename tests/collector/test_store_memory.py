@@ -10,6 +10,7 @@ import pytest
 from collector_helpers import request_with
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
+
 from reach_collector.app import create_app
 from reach_collector.config import (
     DEFAULT_MEMORY_LIMIT,

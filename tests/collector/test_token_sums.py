@@ -4,11 +4,11 @@ reference alike (the compiled fold wrapped round to a negative count: -922337203
 from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from reach_collector.ingest import fast
 from reach_collector.ingest.batch_stats import add_sat
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.rows import flatten
-
 from reach_otel import semconv as sc
 
 BIG = 2**63 - 8  # each fits in an int64; two of them do not

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from servers import ServerThread
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.ingest.rows import flatten
@@ -26,8 +28,6 @@ from reach_collector.store.duckdb_store import DuckDBStore
 from reach_collector.store.schema import SPAN_NAMES
 from reach_collector.store.span_rows import SpanRows
 from reach_collector.views import dumps, trace_body, trace_json
-from servers import ServerThread
-
 from reach_otel import semconv as sc
 
 T0 = 1_700_000_000_123_456_789

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from collector_helpers import RunningCollector, multi_agent_trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
 from reach_collector.views import trace_json
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
 from reach_collector.api.tempo_otlp import set_any
 from reach_collector.ingest import wire
 from reach_collector.ingest.batch_stats import stats_of

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
 from reach_collector.ingest.writer import QueueFull, Writer
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA

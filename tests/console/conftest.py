@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from cdp import Browser, Page, ensure_chromium
 from console_helpers import Console
+from servers import ServerThread
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
-from servers import ServerThread
 
 
 @pytest.fixture(scope="module")

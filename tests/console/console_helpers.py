@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 from cdp import Page
+
 from reach_collector.store.duckdb_store import DuckDBStore
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import reach_collector
 from reach_collector.api.ui import ASSETS_DIR, PAGES
-
 from reach_otel import semconv as sc
 
 UI = Path(reach_collector.__file__).resolve().parent / "ui"

@@ -14,12 +14,13 @@ import httpx
 import pytest
 from cdp import Page
 from console_helpers import Console, goto_ready
-from reach_collector.config import from_mapping
 from servers import ServerThread
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 from traffic import failing_runs, post
+
+from reach_collector.config import from_mapping
 
 AGENT = "BillingAgent"
 VICTIM = "victim-agent"

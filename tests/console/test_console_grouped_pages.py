@@ -11,8 +11,9 @@ from typing import Any
 
 from cdp import Page
 from console_helpers import goto_ready
-from reach_collector.config import from_mapping
 from traffic import failing_runs, post
+
+from reach_collector.config import from_mapping
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "alerting"))
 from alerting_fakes import Receiver

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from cdp import Page
 from console_helpers import Console, goto_ready
-from reach_collector.config import Settings
 from traffic import attributes, post, request
 
+from reach_collector.config import Settings
 from reach_otel import semconv as sc
 
 # Each would set window.__pwned or add an element if it were ever parsed as markup or run.

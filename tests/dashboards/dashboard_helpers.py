@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from debian_packages import ensure_installed
+from servers import ServerThread
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
-from servers import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = ROOT / "dashboards"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from metrics_helpers import Served
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.exposition import Exposition, metrics_endpoint

@@ -12,10 +12,10 @@ from typing import Any
 import duckdb
 import httpx
 import pyarrow as pa
+
 from reach_collector.exposition import Exposition
 from reach_collector.store import schema
 from reach_collector.store.duckdb_store import DuckDBStore
-
 from reach_otel import semconv as sc
 
 NOW_NS = 1_800_000_000 * 1_000_000_000  # a fixed "now" for every query (a fake clock)

@@ -27,14 +27,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from prometheus_client.parser import text_string_to_metric_families
+
+import reach_otel
 from reach_collector.app import create_app
 from reach_collector.cli.render import span_label
 from reach_collector.config import Settings
 from reach_collector.handoff_counts import HandoffCounts
 from reach_collector.handoff_outcome import is_recorded, recorded_sql
 from reach_collector.store.duckdb_store import DuckDBStore
-
-import reach_otel
 from reach_otel import semconv as sc
 from reach_otel.config import load_settings
 from reach_otel.handler import TelemetryHandler, set_handler

@@ -10,11 +10,11 @@ import pytest
 from metrics_helpers import NOW_NS, new_span_id, new_trace_id, span, table, write
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+
 from reach_collector import metrics
 from reach_collector.exposition import Exposition
 from reach_collector.llm_owners import LLMCalls, LLMOwners
 from reach_collector.store.duckdb_store import DuckDBStore
-
 from reach_otel import semconv as sc
 
 S = 1_000_000_000

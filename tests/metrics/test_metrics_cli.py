@@ -9,8 +9,8 @@ import socket
 
 import pytest
 from metrics_helpers import Served, new_span_id, new_trace_id, span, write
-from reach_collector.cli.metrics import register
 
+from reach_collector.cli.metrics import register
 from reach_otel import semconv as sc
 
 

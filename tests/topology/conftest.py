@@ -17,11 +17,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dashboards"))
 from collector_process import free_port
 from dashboard_helpers import ensure_prometheus_tools, start_prometheus, stop_processes
+from servers import ServerThread
+from topology_helpers import App, Collector
+
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
-from servers import ServerThread
-from topology_helpers import App, Collector
 
 PRICES = {"small": {"input": 1.0, "output": 2.0}, "large": {"input": 10.0, "output": 30.0}}
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from reach_collector.alerting.state import iso
-from reach_collector.config import ConfigError, from_mapping
 from topology_helpers import App, Collector
 
+from reach_collector.alerting.state import iso
+from reach_collector.config import ConfigError, from_mapping
 from reach_otel import semconv as sc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "alerting"))

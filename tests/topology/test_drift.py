@@ -12,10 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
+from topology_helpers import App, Collector
+
 from reach_collector.alerting.drift import cycle_through
 from reach_collector.alerting.state import iso
 from reach_collector.config import from_mapping
-from topology_helpers import App, Collector
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "alerting"))
 from alerting_fakes import Receiver

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import ServerThread
+from topology_helpers import App
+
 from reach_collector import topology
 from reach_collector.alerting.config import from_settings
 from reach_collector.alerting.replay import replay
@@ -24,9 +27,6 @@ from reach_collector.alerting.store_data import StoreAlertData
 from reach_collector.app import create_app
 from reach_collector.config import from_mapping
 from reach_collector.store.duckdb_store import DuckDBStore
-from servers import ServerThread
-from topology_helpers import App
-
 from reach_otel import semconv as sc
 
 T0 = 1_700_000_000 - 1_700_000_000 % 3600  # an hour boundary in the past

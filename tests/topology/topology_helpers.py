@@ -15,8 +15,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
-from reach_collector.store.duckdb_store import DuckDBStore
 
+from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 
 MS = 1_000_000

@@ -1,0 +1,238 @@
+"""The ingest path shared by OTLP/HTTP and OTLP/gRPC: decode → validate → flatten → queue → commit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from reach_collector.ingest import cost, fast, memory
+from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
+from reach_collector.ingest.pool import decode_to_ipc, from_ipc
+from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
+from reach_collector.ingest.split import split_request
+from reach_collector.ingest.writer import Writer
+
+log = logging.getLogger(__name__)
+
+
+class DecoderUnavailable(Exception):
+    """The decoding workers are gone (shutting down or crashed): answer 503 / UNAVAILABLE."""
+
+
+@dataclass
+class IngestStats:
+    requests: int = 0
+    spans_received: int = 0
+    spans_rejected: int = 0
+    requests_rejected: int = 0
+    requests_split: int = 0  # decoded in pieces by several workers at once
+
+
+class IngestService:
+    def __init__(
+        self,
+        writer: Writer,
+        max_body_bytes: int,
+        pool: ProcessPoolExecutor | None = None,
+        on_received: Callable[[int, int], None] | None = None,
+        *,
+        workers: int | None = None,
+        split_min_bytes: int = 32 << 10,
+        max_row_bytes: int = cost.DEFAULT_MAX_ROW_BYTES,
+        max_inflight_bytes: int | None = None,
+    ) -> None:
+        self.writer = writer
+        self._on_received = on_received  # (spans received, of which rejected), per request
+        self.max_body_bytes = max_body_bytes
+        # The bound on what one request may cost in span rows (see ``ingest.cost``), checked on
+        # every path before any row is built.
+        self.max_row_bytes = max_row_bytes
+        self.pool = pool
+        self.stats = IngestStats()
+        # Request bytes being read or decoded (touched only on the event loop thread): a body
+        # reserves each chunk as it arrives (``reserve``), so a flood of large or slow uploads
+        # gets 429s instead of memory; the write queue counts only decoded spans.
+        self.inflight_bytes = 0
+        self.max_inflight_bytes = (
+            max(256 << 20, 4 * max_body_bytes) if max_inflight_bytes is None else max_inflight_bytes
+        )
+        self._trimmer = memory.Trimmer(threshold=self.max_inflight_bytes // 4)
+        # Pieces being decoded in the pool right now (event loop thread only), and the pool's size.
+        self._decoding = 0
+        # ProcessPoolExecutor keeps its size private; it has been ``_max_workers`` since it exists.
+        self.workers = (
+            workers if workers is not None else int(getattr(pool, "_max_workers", 1) if pool else 0)
+        )
+        self.split_min_bytes = split_min_bytes
+
+    def fits(self, size: int) -> bool:
+        """Whether ``size`` more request bytes would stay within the in-flight bound now."""
+        return self.inflight_bytes + size <= self.max_inflight_bytes
+
+    def reserve(self, size: int) -> bool:
+        """Count ``size`` more request bytes as held, unless that would pass the bound."""
+        if not self.fits(size):
+            return False
+        self.inflight_bytes += size
+        self._trimmer.held(self.inflight_bytes)
+        return True
+
+    def release(self, size: int) -> None:
+        """The bytes of ``reserve`` are no longer held; once nothing is, the memory large
+        bodies used is handed back to the system (see ``ingest.memory``)."""
+        self.inflight_bytes -= size
+        if self.inflight_bytes == 0:
+            self._trimmer.idle()
+
+    async def decode_async(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
+        """Decode in a thread through the compiled path when it takes the request (it runs without
+        the GIL, and no bytes cross a process boundary); else in the worker pool when there is
+        one, else in a thread (the reference path). Raises ``BodyError``.
+
+        In the pool, a large request that arrives while workers are idle is split between them
+        (see ``ingest.split``): one exporter alone then gets every decoder, not one. Every path
+        refuses a request over ``max_row_bytes`` (``cost.RowBudgetExceeded``) before building rows."""
+        if media == PROTOBUF and fast.enabled():
+            self.writer.decoding(1)  # the writer lingers for these rows to share a commit
+            try:
+                batch = await asyncio.to_thread(self._decode_fast, body, encoding)
+            finally:
+                self.writer.decoding(-1)
+            if batch is not None:
+                return batch
+        if self.pool is None:
+            return await asyncio.to_thread(self.decode_http, body, media, encoding)
+        loop = asyncio.get_running_loop()
+        pieces = await self._pieces(body, media, encoding)
+        self.writer.decoding(1)
+        self._decoding += len(pieces)
+        try:
+            payloads = await asyncio.gather(
+                *(
+                    loop.run_in_executor(
+                        self.pool,
+                        decode_to_ipc,
+                        piece,
+                        media,
+                        encoding,
+                        self.max_body_bytes,
+                        self.max_row_bytes,
+                    )
+                    for piece in pieces
+                )
+            )
+        except BodyError:
+            raise
+        except BrokenProcessPool as exc:
+            raise DecoderUnavailable("the decoder pool is down") from exc
+        except MemoryError as exc:  # this request is too large to hold, not the collector broken
+            raise cost.out_of_memory("decoding") from exc
+        except Exception as exc:
+            log.warning("could not decode an OTLP request in a worker: %r", exc)
+            raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
+        finally:
+            self._decoding -= len(pieces)
+            self.writer.decoding(-1)
+        return self._count(merge_batches([from_ipc(p) for p in payloads]))
+
+    async def _pieces(self, body: bytes, media: str, encoding: str | None) -> list[bytes]:
+        idle = self.workers - self._decoding
+        plain = media == PROTOBUF and (encoding or "identity").strip().lower() == "identity"
+        if idle > 1 and plain and self.split_min_bytes <= len(body) <= self.max_body_bytes:
+            # Both walks are over the whole body: off the event loop.
+            pieces = await asyncio.to_thread(self._split, body, idle)
+            if pieces:
+                self.stats.requests_split += 1
+                return pieces
+        return [body]
+
+    def _split(self, body: bytes, parts: int) -> list[bytes] | None:
+        # Each piece would be checked alone in its worker, under the limit though the request is
+        # over it: the request's cost is checked here, whole, before any piece is decoded.
+        measured = cost.wire_cost(body)
+        if measured is None:  # malformed framing: decoded whole, where the decoder says why
+            return None
+        cost.check(measured, self.max_row_bytes)
+        return split_request(body, parts)
+
+    def _decode_fast(self, body: bytes, encoding: str | None) -> SpanBatch | None:
+        raw = decompress(body, encoding, self.max_body_bytes)
+        measured = cost.wire_cost(raw)
+        if measured is None:  # malformed framing: the reference decoder says what is wrong
+            return None
+        cost.check(measured, self.max_row_bytes)
+        try:
+            batch = fast.flatten_protobuf(raw)
+        except MemoryError as exc:
+            raise cost.out_of_memory("decoding") from exc
+        return None if batch is None else self._count(batch)
+
+    def decode_pooled(self, request: ExportTraceServiceRequest) -> SpanBatch:
+        """For gRPC (already parsed): the compiled path when it takes the request, else flatten in
+        the pool when there is one, blocking the caller. Over ``max_row_bytes`` it raises
+        ``cost.RowBudgetExceeded``, measured on the parsed request before anything else."""
+        raw = request.SerializeToString() if fast.enabled() or self.pool is not None else None
+        cost.check(
+            cost.message_cost(request, len(raw) if raw is not None else request.ByteSize()),
+            self.max_row_bytes,
+        )
+        if raw is not None and fast.enabled():
+            batch = fast.flatten_protobuf(raw)
+            if batch is not None:
+                return self._count(batch)
+        if self.pool is None or raw is None:
+            return self.flatten(request)
+        try:
+            payload = self.pool.submit(decode_to_ipc, raw, PROTOBUF, None, 2**31, self.max_row_bytes).result()
+        except BodyError:
+            raise
+        except BrokenProcessPool as exc:
+            raise DecoderUnavailable("the decoder pool is down") from exc
+        except MemoryError as exc:
+            raise cost.out_of_memory("decoding") from exc
+        except Exception as exc:
+            log.warning("could not decode an OTLP/gRPC request in a worker: %r", exc)
+            raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
+        return self._count(from_ipc(payload))
+
+    def _count(self, batch: SpanBatch) -> SpanBatch:
+        self.stats.requests += 1
+        self.stats.spans_received += batch.accepted + batch.rejected
+        self.stats.spans_rejected += batch.rejected
+        if self._on_received is not None:
+            self._on_received(batch.accepted + batch.rejected, batch.rejected)
+        return batch
+
+    def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
+        """Body bytes → rows; raises a ``BodyError`` subclass for a 4xx."""
+        raw = decompress(body, encoding, self.max_body_bytes)
+        return self._rows(cost.flatten_within, raw, media, self.max_row_bytes)
+
+    def flatten(self, request: ExportTraceServiceRequest) -> SpanBatch:
+        return self._rows(flatten, request)
+
+    def _rows(self, make: Callable[..., SpanBatch], *args: Any) -> SpanBatch:
+        try:
+            batch = make(*args)
+        except BodyError:
+            raise
+        except MemoryError as exc:  # too large to hold: a 413 for this request, never a retry
+            raise cost.out_of_memory("decoding") from exc
+        except Exception as exc:
+            # Hostile input must get a 4xx, never a 5xx; log it so a bug still shows.
+            log.warning("could not flatten an OTLP request", exc_info=True)
+            raise UndecodableBody(f"could not process the spans: {type(exc).__name__}") from exc
+        return self._count(batch)
+
+    def submit(self, batch: SpanBatch) -> Future[None] | None:
+        """Queue the accepted rows (None when there are none); may raise QueueFull/WriterClosed."""
+        if batch.accepted == 0:
+            return None
+        return self.writer.submit(batch.table, batch.parts, batch.stats)

@@ -1,0 +1,226 @@
+"""The ClickHouse schema, in SQL that ClickHouse 18.16 (Debian's) and current releases both take:
+the span table, the trace lookup fed by a materialized view, the side tables, and the migrations
+that create them, one node or a cluster (local tables on every shard behind ``Distributed`` ones).
+
+- ``spans``: the DuckDB span columns under the same names (the shared queries name them), plus
+  the attributes and resource as parallel key/value arrays (``attr_keys``/``attr_values``,
+  ``res_keys``/``res_values``; values as DuckDB's ``json_extract_string`` gives them). Times are
+  **Int64** nanoseconds, as DuckDB's BIGINT: the decoder keeps them below 2^63, and signed
+  arithmetic never wraps (``end_ns - start_ns``, ``x - ?`` with a later bound), where UInt64
+  subtraction would. Partitioned by the hour of ``end_ns`` and ordered by (minute of ``end_ns``,
+  trace_id, start_ns), since every window query asks for the spans that *ended* in it: a window
+  reads only its own hours' partitions and, in them, its minutes; a trace reads its minutes'
+  trace_id ranges (its spans all end within its first start and last end); retention drops the
+  hours that ended before the cutoff.
+- ``traces``: per (hour of the spans' end, trace_id) aggregate states of the trace's spans (first
+  start, last end, root, counts, agents, services, hops) — an AggregatingMergeTree the
+  materialized view ``traces_mv`` fills from every insert into the span table, in the same insert,
+  partitioned as the spans are (retention drops both by the same hours).
+- ``heartbeats``, ``alert_*``: the side tables of ``store.schema.AUX_TABLES``, Nullable columns
+  but ``time_ns``, partitioned by day.
+- ``schema_version``: one row per migration applied (on each shard, in a cluster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from reach_collector.store.schema import AUX_TABLES, SPAN_NAMES
+from reach_otel import semconv as sc
+
+__all__ = [
+    "BUCKET_NS",
+    "HOUR_NS",
+    "INSERT_COLUMNS",
+    "SCHEMA_VERSION",
+    "SPAN_TYPES",
+    "TABLES",
+    "VERSIONS",
+    "Layout",
+]
+
+HOUR_NS: Final = 3_600_000_000_000  # a span partition: one hour of end times
+BUCKET_NS: Final = 60_000_000_000  # the leading sort key: one minute of end times
+DAY_NS: Final = 86_400_000_000_000  # a side-table partition
+
+# ClickHouse types of the DuckDB span columns (store.schema.SPAN_COLUMNS), Nullable where the
+# decoder writes NULL. The columns that are never NULL there are plain (a NULL that came anyway
+# is stored as the type's default, see convert).
+SPAN_TYPES: Final[dict[str, str]] = {
+    "trace_id": "String",
+    "span_id": "String",
+    "parent_span_id": "Nullable(String)",
+    "name": "String",
+    "kind": "UInt8",
+    "start_ns": "Int64",
+    "end_ns": "Int64",
+    "duration_ms": "Float64",
+    "status_code": "UInt8",
+    "status_message": "String",
+    "service": "Nullable(String)",
+    "operation": "Nullable(String)",
+    "agent": "Nullable(String)",
+    "tool": "Nullable(String)",
+    "model": "Nullable(String)",
+    "provider": "Nullable(String)",
+    "input_tokens": "Nullable(Int64)",
+    "output_tokens": "Nullable(Int64)",
+    "handoff_source": "Nullable(String)",
+    "handoff_target": "Nullable(String)",
+    "handoff_status": "Nullable(String)",
+    "handoff_mode": "Nullable(String)",
+    "hop_count": "Nullable(Int32)",
+    "loop_detected": "Nullable(UInt8)",  # BOOLEAN in DuckDB; 18.16 has no Bool
+    "error_type": "Nullable(String)",
+    "conversation_id": "Nullable(String)",
+    "trace_state": "Nullable(String)",
+    "flags": "UInt32",
+    "attributes": "String",
+    "events": "Nullable(String)",
+    "links": "Nullable(String)",
+    "resource": "String",
+    "scope": "Nullable(String)",
+}
+KV_COLUMNS: Final = (
+    ("attr_keys", "Array(String)"),
+    ("attr_values", "Array(String)"),
+    ("res_keys", "Array(String)"),
+    ("res_values", "Array(String)"),
+)
+if tuple(SPAN_TYPES) != SPAN_NAMES:  # pragma: no cover - a new DuckDB column needs its type here
+    raise ImportError("clickhouse SPAN_TYPES and store.schema.SPAN_COLUMNS differ")
+INSERT_COLUMNS: Final = (*SPAN_NAMES, *(name for name, _ in KV_COLUMNS))
+
+_DUCK_TYPES: Final = {
+    "VARCHAR": "String",
+    "BIGINT": "Int64",
+    "DOUBLE": "Float64",
+    "INTEGER": "Int32",
+    "BOOLEAN": "UInt8",
+}
+# Side table → [(column, ClickHouse type)], in store.schema.AUX_TABLES order.
+AUX_TYPES: Final[dict[str, list[tuple[str, str]]]] = {
+    table: [
+        (name, "Int64" if name == "time_ns" else f"Nullable({_DUCK_TYPES[duck]})")
+        for name, duck in (col.split() for col in cols.split(", "))
+    ]
+    for table, cols in AUX_TABLES.items()
+}
+TABLES: Final = ("spans", "traces", *AUX_TABLES)
+
+_ROOT: Final = "isNull(parent_span_id)"
+_AGENT_RUN: Final = f"ifNull(operation = '{sc.OP_AGENT}' AND agent != '', 0)"
+_HANDOFF: Final = f"ifNull(operation = '{sc.OP_HANDOFF}', 0)"
+# (column, aggregate state type, the state the view computes from span rows, its merge)
+TRACE_AGGREGATES: Final = (
+    ("first_start_ns", "AggregateFunction(min, Int64)", "minState(start_ns)", "minMerge"),
+    ("last_end_ns", "AggregateFunction(max, Int64)", "maxState(end_ns)", "maxMerge"),
+    (
+        "root_name",
+        "AggregateFunction(argMinIf, String, Int64, UInt8)",
+        f"argMinIfState(name, start_ns, {_ROOT})",
+        "argMinIfMerge",
+    ),
+    (
+        "root_start_ns",
+        "AggregateFunction(minIf, Int64, UInt8)",
+        f"minIfState(start_ns, {_ROOT})",
+        "minIfMerge",
+    ),
+    ("roots", "AggregateFunction(countIf, UInt8)", f"countIfState({_ROOT})", "countIfMerge"),
+    ("first_name", "AggregateFunction(argMin, String, Int64)", "argMinState(name, start_ns)", "argMinMerge"),
+    ("span_count", "AggregateFunction(count)", "countState()", "countMerge"),
+    ("error_count", "AggregateFunction(countIf, UInt8)", "countIfState(status_code = 2)", "countIfMerge"),
+    (
+        "agents",
+        "AggregateFunction(groupUniqArrayIf, String, UInt8)",
+        f"groupUniqArrayIfState(assumeNotNull(agent), {_AGENT_RUN})",
+        "groupUniqArrayIfMerge",
+    ),
+    (
+        "services",
+        "AggregateFunction(groupUniqArrayIf, String, UInt8)",
+        "groupUniqArrayIfState(assumeNotNull(service), isNotNull(service))",
+        "groupUniqArrayIfMerge",
+    ),
+    ("hops", "AggregateFunction(countIf, UInt8)", f"countIfState({_HANDOFF})", "countIfMerge"),
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Table names in one database: one node (``cluster`` None) keeps the data in ``spans``...; a
+    cluster keeps it in ``spans_local``... on every shard, with ``spans``... ``Distributed``
+    over them."""
+
+    database: str
+    cluster: str | None = None
+
+    def local(self, table: str) -> str:
+        return f"{table}_local" if self.cluster else table
+
+    def q(self, table: str) -> str:
+        """``database.table`` (names are checked identifiers, see url)."""
+        return f"{self.database}.{table}"
+
+    def table_ddl(self) -> list[str]:
+        """The tables, view and (in a cluster) Distributed tables of the latest schema version, each
+        statement idempotent (IF NOT EXISTS), for one node or one shard."""
+        span_cols = [*SPAN_TYPES.items(), *KV_COLUMNS]
+        trace_cols = [("end_hour", "Int64"), ("trace_id", "String")]
+        trace_cols += [(name, kind) for name, kind, _, _ in TRACE_AGGREGATES]
+        out = [
+            _create(
+                self.q(self.local("spans")),
+                span_cols,
+                f"MergeTree PARTITION BY intDiv(end_ns, {HOUR_NS}) "
+                f"ORDER BY (intDiv(end_ns, {BUCKET_NS}), trace_id, start_ns)",
+            ),
+            _create(
+                self.q(self.local("traces")),
+                trace_cols,
+                "AggregatingMergeTree PARTITION BY end_hour ORDER BY trace_id",
+            ),
+            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {self.q(self.local('traces') + '_mv')} "
+            f"TO {self.q(self.local('traces'))} "
+            f"AS SELECT intDiv(end_ns, {HOUR_NS}) AS end_hour, trace_id, "
+            + ", ".join(f"{state} AS {name}" for name, _, state, _ in TRACE_AGGREGATES)
+            + f" FROM {self.q(self.local('spans'))} GROUP BY end_hour, trace_id",
+        ]
+        for table, cols in AUX_TYPES.items():
+            out.append(
+                _create(
+                    self.q(self.local(table)),
+                    cols,
+                    f"MergeTree PARTITION BY intDiv(time_ns, {DAY_NS}) ORDER BY time_ns",
+                )
+            )
+        if self.cluster:
+            shard_keys = {"spans": "cityHash64(trace_id)", "traces": "cityHash64(trace_id)"}
+            for table, cols in (("spans", span_cols), ("traces", trace_cols), *AUX_TYPES.items()):
+                key = shard_keys.get(table, "rand()")
+                engine = f"Distributed({self.cluster}, {self.database}, {self.local(table)}, {key})"
+                out.append(_create(self.q(table), cols, engine))
+        return out
+
+
+def _create(name: str, columns: list[tuple[str, str]], engine: str) -> str:
+    cols = ",\n    ".join(f"{col} {kind}" for col, kind in columns)
+    return f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n) ENGINE = {engine}"
+
+
+# The schema's version and what each one brought. A new database is created at the latest (the
+# tables of ``Layout.table_ddl``); an older one is upgraded a version at a time (migrate.UPGRADES).
+# Each upgrade must be safe to run twice (18.16 has no ``ADD COLUMN IF NOT EXISTS``: check
+# system.columns first), since two collectors starting at once may both apply it.
+VERSIONS: Final = {
+    1: "spans by start time, the trace lookup and its view, heartbeats, alert history",
+    2: "spans and the trace lookup partitioned and ordered by the spans' end time",
+}
+SCHEMA_VERSION: Final = max(VERSIONS)
+
+SCHEMA_VERSION_DDL: Final = (
+    "CREATE TABLE IF NOT EXISTS {db}.schema_version "
+    "(version UInt32, description String, applied_ns Int64) ENGINE = MergeTree ORDER BY version"
+)

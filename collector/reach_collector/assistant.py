@@ -56,7 +56,7 @@ def compact_tree(trace: dict[str, Any], max_lines: int = MAX_TREE_LINES) -> str:
 def _agents(trace: dict[str, Any]) -> list[str]:
     from reach_otel import semconv as sc
 
-    found: list[str] = []
+    found: list[object] = []
     pending = list(trace.get("roots") or [])
     while pending:
         span = pending.pop()

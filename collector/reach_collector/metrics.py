@@ -258,11 +258,11 @@ def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]
         ["escalate", *params],
     )
     rows.sort(key=lambda r: (r[0], r[1]))
-    outcomes = [
+    counted = [
         {"status": status, "inferred": bool(inferred), "handoffs": int(n)} for status, inferred, n, _ in rows
     ]
     by_status: dict[str, int] = {}
-    for o in outcomes:
+    for o in counted:
         by_status[o["status"]] = by_status.get(o["status"], 0) + o["handoffs"]
     total = sum(by_status.values())
     committed = by_status.get(hf.COMMITTED, 0)
@@ -273,13 +273,13 @@ def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]
         "total": total,
         "committed": committed,
         "accepted": accepted,
-        "inferred": sum(o["handoffs"] for o in outcomes if o["inferred"]),
+        "inferred": sum(o["handoffs"] for o in counted if o["inferred"]),
         "efficiency": _ratio(committed, total),
         "acceptance_rate": _ratio(accepted, total),
         "commit_rate": _ratio(committed, accepted),
         "unknown_rate": _ratio(unknown, total),
         "escalation_rate": _ratio(escalated, total),
-        "outcomes": outcomes,
+        "outcomes": counted,
     }
 
 

@@ -100,7 +100,7 @@ class BudgetRule:
         self.window_s = config.window_s
         # The spent alert of an agent's budget pages its owner; a warning goes by its severity's
         # route (``warning`` has none), never to an owner.
-        self.owner_label = "agent" if config.per == "agent" and not projected else None
+        self.owner_label: str | None = "agent" if config.per == "agent" and not projected else None
         self._label = {"agent": "agent", "user": "user", "conversation": "conversation"}[config.per]
 
     @property
@@ -120,7 +120,7 @@ class BudgetRule:
     def samples(self, now: float, data: Any) -> list[Sample]:
         c = self.config
         by_tokens = c.limit_tokens is not None
-        limit = float(c.limit_tokens if by_tokens else c.limit_usd or 0.0)
+        limit = float(c.limit_tokens) if c.limit_tokens is not None else float(c.limit_usd or 0.0)
         min_elapsed = c.min_elapsed_s if c.min_elapsed_s is not None else c.window_s / 24
         out = []
         for key, (usd, tokens, first_ns) in sorted(data.spend(now, c.window_s, c.per).items()):

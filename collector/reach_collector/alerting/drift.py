@@ -72,7 +72,8 @@ def cycle_through(edge: Edge, graph: Mapping[str, set[str]]) -> list[str] | None
                 continue
             back[nxt] = node
             if nxt == source:
-                path, at = [], nxt
+                path: list[str] = []
+                at: str | None = nxt
                 while at is not None:
                     path.append(at)
                     at = back[at]
@@ -84,6 +85,7 @@ def cycle_through(edge: Edge, graph: Mapping[str, set[str]]) -> list[str] | None
 class DriftRule:
     for_s = 0.0
     keep_firing_for_s = 0.0
+    owner_label: str | None = None  # an event: nobody's page
 
     def __init__(self, config: DriftRuleConfig) -> None:
         self.config = config

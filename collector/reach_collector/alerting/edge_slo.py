@@ -67,7 +67,7 @@ class EdgeData(Protocol):
 
 
 class EdgeSLORule:
-    owner_label = "target"  # the label naming the agent whose owner is paged
+    owner_label: str | None = "target"  # the label naming the agent whose owner is paged
 
     def __init__(self, config: EdgeSLORuleConfig) -> None:
         self.config = config

@@ -76,7 +76,7 @@ class AlertEngine:
         sender = sender if sender is not None else HttpSender()
         self.links = AlertLinks(external_url, self.rules)
         # Rules that page an agent's owner name the label that holds the agent (edge SLO: target).
-        owner_labels = {r.name: str(r.owner_label) for r in self.rules if getattr(r, "owner_label", None)}
+        owner_labels = {r.name: r.owner_label for r in self.rules if r.owner_label}
         am_url = setup.alerting.alertmanager_url
         self.pipeline = NotificationPipeline(
             setup,

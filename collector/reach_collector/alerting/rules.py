@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from reach_collector.alerting.config import (
     HEARTBEAT,
@@ -57,6 +57,9 @@ class Rule(Protocol):
     @property
     def generator_path(self) -> str: ...  # the collector page that shows the rule's data
 
+    @property
+    def owner_label(self) -> str | None: ...  # the label naming the agent whose owner is paged, if any
+
     def samples(self, now: float, data: AlertData) -> list[Sample]: ...
 
     def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
@@ -90,6 +93,7 @@ def _error_traces(labels: Mapping[str, str], active_at: float, window_s: float) 
 class SuccessRateRule:
     """P0: per agent, (calls − errors) / calls over the trailing window < ``below``."""
 
+    owner_label: ClassVar[str | None] = None  # paged by severity, not by owner
     below: float = 0.5
     window_s: float = 60.0
     min_calls: int = 5
@@ -132,6 +136,7 @@ class SuccessRateRule:
 class LatencyRule:
     """P1: per agent, p99 over the trailing window > ``factor`` × the agent's threshold."""
 
+    owner_label: ClassVar[str | None] = None  # paged by severity, not by owner
     factor: float = 1.5
     window_s: float = 60.0
     min_calls: int = 5
@@ -182,6 +187,7 @@ class HeartbeatLostRule:
     """P2: ``now − last heartbeat > after``; heartbeats resuming resolves it. An agent whose last
     heartbeat said ``stopped`` (a clean exit) is not lost: it never fires."""
 
+    owner_label: ClassVar[str | None] = None  # paged by severity, not by owner
     after_s: float = 60.0
     for_s: float = 0.0
     keep_firing_for_s: float = 0.0
@@ -222,6 +228,7 @@ class BurnRateRule:
     objective: float = 0.99
     windows: tuple[BurnWindow, ...] = ()
     min_calls: int = 5
+    owner_label: ClassVar[str | None] = None  # paged by severity, not by owner
     severity: str = "P1"
     for_s: float = 0.0
     keep_firing_for_s: float = 0.0

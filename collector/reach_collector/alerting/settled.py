@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ MINUTE_NS: Final = 60_000_000_000
 _MAX_INT: Final = np.iinfo(np.int64).max
 _BLOCK: Final = 60  # minutes combined into one block of counts for long windows
 Array = np.ndarray[Any, Any]
+K = TypeVar("K", bound=Hashable)  # what a row is counted under: an edge, an (agent, model) pair
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def split(start_ns: int, now_ns: int, settle_ns: int, oldest_ns: int = 0) -> Spl
     return Split((start_ns, head_end) if head_end > start_ns else None, first, last, last * MINUTE_NS)
 
 
-class SettledMinutes:
+class SettledMinutes(Generic[K]):
     """Per minute index (unix ns // 60 s), per key: ``fields`` integers, summed over minutes except
     those in ``min_fields`` (a minimum). A minute may keep its rows one by one with their end
     times (``put(..., ends=...)``), so the part of it after any instant can be counted (``after``).
@@ -66,8 +67,8 @@ class SettledMinutes:
         self._sums = [f for f in range(fields) if f not in min_fields]
         self.max_entries = max_entries
         self.lock = threading.RLock()
-        self._codes: dict[Hashable, int] = {}
-        self._keys: list[Hashable] = []
+        self._codes: dict[K, int] = {}
+        self._keys: list[K] = []
         self._minutes: dict[int, tuple[Array, Array]] = {}  # minute → per-key (codes, values)
         self._rows: dict[int, tuple[Array, Array, Array]] = {}  # minute → per-row (ends, codes, values)
         self._blocks: dict[int, tuple[Array, Array]] = {}  # minute // _BLOCK → its minutes combined
@@ -93,7 +94,7 @@ class SettledMinutes:
                 runs.append((m, m + 1))
         return runs
 
-    def put(self, minute: int, keys: Sequence[Hashable], values: Array, ends: Array | None = None) -> None:
+    def put(self, minute: int, keys: Sequence[K], values: Array, ends: Array | None = None) -> None:
         """Keep one settled minute: rows of (key, ``fields`` values) — several rows of one key are
         combined; with ``ends`` (each row's end, unix ns) the rows are kept one by one as well.
         No rows: an empty minute, held as such."""
@@ -107,9 +108,7 @@ class SettledMinutes:
             self._rows[minute] = (np.asarray(ends, dtype=np.int64), codes, values)
             self._entries += len(codes)
 
-    def put_many(
-        self, first: int, last: int, minutes: Array, keys: Sequence[Hashable], values: Array
-    ) -> None:
+    def put_many(self, first: int, last: int, minutes: Array, keys: Sequence[K], values: Array) -> None:
         """Keep the minutes ``[first, last)`` at once from rows of (minute index, key, fields), as
         ``put`` for each (rows of other minutes are left out; a minute with none is kept empty)."""
         codes = np.fromiter((self._code(k) for k in keys), dtype=np.int64, count=len(keys))
@@ -127,7 +126,7 @@ class SettledMinutes:
             self._minutes[minute] = (uniq[a:b] % n, combined[a:b])
             self._entries += b - a
 
-    def put_rows(self, minute: int, keys: Sequence[Hashable], values: Array, ends: Array) -> None:
+    def put_rows(self, minute: int, keys: Sequence[K], values: Array, ends: Array) -> None:
         """Keep a held minute's rows one by one (read again later, for ``after``); its counts stay."""
         if minute not in self._minutes:
             raise KeyError(minute)
@@ -139,14 +138,14 @@ class SettledMinutes:
         self._rows[minute] = (np.asarray(ends, dtype=np.int64), codes, values)
         self._entries += len(codes)
 
-    def totals(self, last: int, firsts: Iterable[int]) -> dict[int, dict[Hashable, tuple[int, ...]]]:
+    def totals(self, last: int, firsts: Iterable[int]) -> dict[int, dict[K, tuple[int, ...]]]:
         """Per ``first``: per key, its fields over minutes ``[first, last)``, all held (else a
         KeyError names the first missing one); a key with no row in the range is absent."""
         n = len(self._keys)
         sums = np.zeros((n, len(self._sums)), dtype=np.int64)
         mins = np.full((n, len(self._mins)), _MAX_INT, dtype=np.int64)
         seen = np.zeros(n, dtype=bool)
-        out: dict[int, dict[Hashable, tuple[int, ...]]] = {}
+        out: dict[int, dict[K, tuple[int, ...]]] = {}
         at = last
         for first in sorted(set(firsts), reverse=True):  # nearest first: each range extends the last
             held = self._range(first, at)
@@ -188,7 +187,7 @@ class SettledMinutes:
         """Whether ``minute`` is held row by row (``after`` can answer for it)."""
         return minute in self._rows
 
-    def after(self, minute: int, after_ns: int) -> dict[Hashable, tuple[int, ...]] | None:
+    def after(self, minute: int, after_ns: int) -> dict[K, tuple[int, ...]] | None:
         """Per key, the fields of the rows of ``minute`` ending after ``after_ns``; None when that
         minute's single rows are not held."""
         held = self._rows.get(minute)
@@ -212,7 +211,7 @@ class SettledMinutes:
             self._recode()
 
     # --- helpers -----------------------------------------------------------------------------------
-    def _code(self, key: Hashable) -> int:
+    def _code(self, key: K) -> int:
         code = self._codes.get(key)
         if code is None:
             code = self._codes[key] = len(self._keys)

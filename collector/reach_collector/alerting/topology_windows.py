@@ -49,7 +49,7 @@ class _Windows:
         return split(now_ns - int(window_s * _NS), now_ns, self._settle, oldest)
 
     @staticmethod
-    def _gaps(cache: SettledMinutes, first: int, last: int, open_from: int) -> tuple[list[Any], int]:
+    def _gaps(cache: SettledMinutes[Any], first: int, last: int, open_from: int) -> tuple[list[Any], int]:
         """The runs of minutes to read on their own, and where the open-edge read starts (a run
         that ends where the open edge begins is read with it)."""
         runs = cache.missing(first, last)
@@ -65,7 +65,7 @@ class EdgeWindows(_Windows):
         self, store: TraceStore, settle_s: float, retention_s: float = 0.0, max_entries: int = 4_000_000
     ) -> None:
         super().__init__(store, settle_s, retention_s, max_entries)
-        self.cache = SettledMinutes(3, max_entries=max_entries)
+        self.cache: SettledMinutes[Edge] = SettledMinutes(3, max_entries=max_entries)
 
     def __call__(self, now_ns: int, windows_s: Iterable[float]) -> dict[float, dict[Edge, Three]]:
         splits = {w: self._split(now_ns, w) for w in sorted(set(windows_s))}
@@ -205,7 +205,7 @@ class SpendWindows(_Windows):
     ) -> None:
         super().__init__(store, settle_s, retention_s, max_entries)
         self._prices = prices
-        self.caches: dict[str, SettledMinutes] = {}  # per agent, user or conversation
+        self.caches: dict[str, SettledMinutes[tuple[str, str | None]]] = {}  # per agent, user or conversation
 
     def __call__(self, now_ns: int, window_s: float, per: str) -> dict[str, tuple[float | None, int, int]]:
         sp = self._split(now_ns, window_s)
@@ -236,7 +236,12 @@ class SpendWindows(_Windows):
         return topology.priced(((k, model, i, o, f) for (k, model), (i, o, f) in ordered), self._prices)
 
     @staticmethod
-    def _keep(cache: SettledMinutes, first: int, last: int, rows: Sequence[topology.SpendRow]) -> None:
+    def _keep(
+        cache: SettledMinutes[tuple[str, str | None]],
+        first: int,
+        last: int,
+        rows: Sequence[topology.SpendRow],
+    ) -> None:
         """Minutes ``[first, last)`` of per-minute spend rows, kept (an empty minute too)."""
         rows = [r for r in rows if r[2] is not None]
         minutes = np.array([r[2] for r in rows], dtype=np.int64) // MINUTE_NS

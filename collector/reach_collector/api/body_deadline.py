@@ -77,8 +77,11 @@ class _Request:
 
 
 async def _before(deadline: float, awaitable: Any) -> Message:
+    message: Message
     if sys.version_info >= (3, 11):
         async with asyncio.timeout_at(deadline):
-            return await awaitable  # type: ignore[no-any-return]
+            message = await awaitable
+            return message
     remaining = max(0.0, deadline - asyncio.get_running_loop().time())
-    return await asyncio.wait_for(awaitable, remaining)  # type: ignore[no-any-return]
+    message = await asyncio.wait_for(awaitable, remaining)
+    return message

@@ -70,7 +70,7 @@ def print_topology(body: dict[str, Any], zone: tzinfo) -> None:
         out.print(f"no handoffs{where} in the last {window}")
         return
     out.print(Text("Handoffs (source → target, mode)", style="bold"))
-    rows = []
+    rows: list[list[str | Text]] = []
     for e in body["edges"]:
         edge = Text(f"{_name(e['source'])} → {_name(e['target'])}", style="cyan")
         rows.append(
@@ -87,7 +87,7 @@ def print_topology(body: dict[str, Any], zone: tzinfo) -> None:
             ]
         )
     # An edge folds only past 32 columns: before that, the low-value counts make room.
-    longest = max(len(row[0].plain.split("\n")[0]) for row in rows)
+    longest = max(len(f"{_name(e['source'])} → {_name(e['target'])}") for e in body["edges"])
     columns = [
         Col("edge", floor=min(max(longest, 4), 32)),
         Col("handoffs", whole=True, justify="right"),

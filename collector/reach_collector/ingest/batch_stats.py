@@ -85,7 +85,7 @@ class BatchStats:
         if op is not None:
             if op == sc.OP_HANDOFF:
                 key = tuple(row[i] for i in _HANDOFF)
-                self.handoffs[key] = self.handoffs.get(key, 0) + 1  # type: ignore[index]
+                self.handoffs[key] = self.handoffs.get(key, 0) + 1
             else:
                 seconds = row[_DUR] / 1000.0
                 ckey = (row[_AGENT], op, row[_STATUS] == 2, bisect_left(DURATION_BUCKETS, seconds))

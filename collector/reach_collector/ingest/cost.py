@@ -102,7 +102,7 @@ def _encoded_size(value: Any, kind: type[Message]) -> int:
         json_format.ParseDict(value, message, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, RecursionError):
         return 0  # invalid: the whole request's parse fails and says why, with no row built
-    return message.ByteSize()
+    return int(message.ByteSize())
 
 
 def _walk(buf: bytes, start: int, end: int, keep: bool) -> tuple[int, int, list[tuple[int, int]]]:

@@ -111,12 +111,12 @@ def split_request(body: bytes, parts: int, min_spans: int = 64) -> list[bytes] |
         seen = 0
         for r_header, scope_list in tree:
             scope_frames = []
-            for s_header, spans in scope_list:
-                first, last = max(lo - seen, 0), min(hi - seen, len(spans))
+            for s_header, slices in scope_list:
+                first, last = max(lo - seen, 0), min(hi - seen, len(slices))
                 if first < last:
-                    records = b"".join(body[rec:end] for rec, end in spans[first:last])
+                    records = b"".join(body[rec:end] for rec, end in slices[first:last])
                     scope_frames.append(_frame(_CHILD, s_header + records))
-                seen += len(spans)
+                seen += len(slices)
             if scope_frames:
                 chunks.append(_frame(_TOP, r_header + b"".join(scope_frames)))
         index = hi

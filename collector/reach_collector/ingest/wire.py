@@ -67,7 +67,9 @@ def _build() -> type[Message]:
         for msg in proto.message_type:
             _as_bytes(msg)
         pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PREFIX}.{_REQUEST}"))
+    request = pool.FindMessageTypeByName(f"{_PREFIX}.{_REQUEST}")
+    built: type[Message] = message_factory.GetMessageClass(request)
+    return built
 
 
 WireRequest: Final = _build()

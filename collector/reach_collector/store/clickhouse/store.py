@@ -184,7 +184,8 @@ class ClickHouseStore:
             ("alert_acks", "fired_at_ns", keep_acks),
         ):
             local = self.layout.local(table)
-            cond, params = "time_ns < ?", [cutoff_ns]
+            cond = "time_ns < ?"
+            params: list[object] = [cutoff_ns]
             if keep:
                 key = f"concat(ifNull(fingerprint, ''), '/', toString(ifNull({column}, -1)))"
                 cond += f" AND {key} NOT IN ({', '.join('?' * len(keep))})"

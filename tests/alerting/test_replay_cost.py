@@ -122,3 +122,34 @@ def test_a_replay_stops_computing_when_its_client_goes_away(tmp_path: Path) -> N
     finally:
         printed = collector.stop()
     assert "replay stopped after " in printed and " of 6001 steps: its client went away" in printed
+
+
+def test_replays_beyond_the_concurrency_cap_are_429_until_a_slot_frees(tmp_path: Path) -> None:
+    config = tmp_path / "reach.yaml"
+    doc = {"alerting": {"interval": "1s", "evaluate": False, "replay_concurrency": 1}}
+    config.write_text(yaml.safe_dump(doc))
+    collector = CollectorProcess(tmp_path / "t.duckdb", "--config", str(config)).start()
+    try:
+        long = {"since": iso(T0), "until": iso(T0 + 6000), "step": "1s"}  # half a minute of work or more
+        with httpx.Client(base_url=collector.url, timeout=10) as client:
+            with pytest.raises(httpx.ReadTimeout):  # holds the one slot for 1.5 s, then hangs up
+                client.post("/api/alerts/replay", json=long, timeout=httpx.Timeout(10, read=1.5))
+            busy = client.post("/api/alerts/replay", json=_range(2))
+            assert busy.status_code == 429, busy.text
+            assert busy.headers["retry-after"] == "5"
+            assert busy.json()["detail"] == (
+                "1 replay is already running (alerting.replay_concurrency); retry in 5s"
+            )
+            deadline, answer = time.monotonic() + 15, busy
+            while answer.status_code == 429 and time.monotonic() < deadline:  # the hung-up one stops
+                time.sleep(0.2)
+                answer = client.post("/api/alerts/replay", json=_range(2))
+            assert answer.status_code == 200, answer.text
+    finally:
+        collector.stop()
+
+
+@pytest.mark.parametrize("bad", [0, 65, "two", True])
+def test_a_bad_replay_concurrency_is_a_config_error(bad: Any) -> None:
+    with pytest.raises(ConfigError, match=r"alerting\.replay_concurrency: expected a whole number of"):
+        load_alerting({"alerting": {"replay_concurrency": bad}})

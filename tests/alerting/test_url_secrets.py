@@ -141,3 +141,36 @@ def test_no_log_line_or_delivery_record_shows_a_credential(tmp_path: Path) -> No
     assert "connection error" in printed  # carol's
     assert f'"registry": "http://***@127.0.0.1:{reg_port}/api?key=***"' in printed  # P2's action line
     assert f"P2 deregisters at http://***@127.0.0.1:{reg_port}/api?key=***" in printed  # startup
+
+
+def test_an_alertmanager_url_with_credentials_is_shown_redacted(tmp_path: Path) -> None:
+    """A real collector pushes a firing P0 into an Alertmanager whose URL carries a user, a
+    password and a token; the first push is refused with the request quoted back. Neither its
+    output nor its deliveries API shows a credential; the Alertmanager got them all."""
+    with Receiver([500], echo=True) as am:
+        port = am.url.rsplit(":", 1)[1]
+        am_url = f"http://amuser:ampass-{SECRET}@127.0.0.1:{port}/am?token=AMTOKEN-{SECRET}"
+        config = tmp_path / "reach.yaml"
+        config.write_text(
+            "alerting:\n  interval: 0.3\n"
+            f'  alertmanager_url: "{am_url}"\n'
+            "  rules:\n    ReachSuccessRateLow: {for: 0s, min_calls: 3}\n"
+            "    ReachP99LatencyHigh: {enabled: false}\n"
+        )
+        with CollectorProcess(tmp_path / "t.duckdb", "--config", str(config)) as collector:
+            now = time.time()
+            spans = [agent_span(now - 0.1 * i, "billing", error=True) for i in range(3)]
+            assert httpx.post(collector.url + "/v1/traces", json=otlp(spans), timeout=10).status_code == 200
+            wait_for(lambda: len(am.received) >= 2)  # refused once, then taken at the next evaluation
+            wait_for(lambda: len(collector.get("/api/alerts/deliveries")["deliveries"]) >= 2)
+            served = httpx.get(collector.url + "/api/alerts/deliveries", timeout=10).text
+        printed = collector.output()
+
+    assert {path for path, _ in am.received} == {f"/am/api/v2/alerts?token=AMTOKEN-{SECRET}"}
+    basic = base64.b64encode(f"amuser:ampass-{SECRET}".encode()).decode()
+    assert set(am.authorization) == {f"Basic {basic}"}
+    assert SECRET not in served, served
+    assert SECRET not in printed, printed
+    shown = httpx.Response(200, text=served).json()["deliveries"]
+    assert {d["url"] for d in shown} == {f"http://***@127.0.0.1:{port}/am/api/v2/alerts?token=***"}
+    assert any(not d["ok"] and "HTTP 500" in (d["error"] or "") for d in shown)

@@ -147,6 +147,7 @@ class AlertingConfig:
     # cluster that deduplicates: SPEC §16); it still serves the shared alert history.
     evaluate: bool = True
     replay_max_evaluations: int = REPLAY_MAX_EVALUATIONS  # per POST /api/alerts/replay
+    replay_concurrency: int = 2  # replays computing at once; one more is answered 429
 
 
 @dataclass(frozen=True)
@@ -244,7 +245,8 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         key,
         {
             "interval", "registry", "thresholds", "rules", "repeat", "alertmanager_url", "evaluate",
-            "replay_max_evaluations", "group_by", "group_wait", "group_interval", "registry_per_minute",
+            "replay_max_evaluations", "replay_concurrency", "group_by", "group_wait", "group_interval",
+            "registry_per_minute",
         },
     )  # fmt: skip
     thresholds = {}
@@ -285,11 +287,14 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         repeat_s=duration(spec, "repeat", key, 1800.0),
         alertmanager_url=url(spec.get("alertmanager_url"), f"{key}.alertmanager_url"),
         evaluate=flag(spec, "evaluate", key, True),
-        replay_max_evaluations=_replay_cap(spec, key),
+        replay_max_evaluations=_whole(
+            spec, "replay_max_evaluations", key, REPLAY_MAX_EVALUATIONS, "rule evaluations per replay", 10**9
+        ),
+        replay_concurrency=_whole(spec, "replay_concurrency", key, 2, "replays at once", 64),
         group_by=_group_by(spec.get("group_by", ["alertname"]), f"{key}.group_by"),
         group_wait_s=duration(spec, "group_wait", key, 0.0),
         group_interval_s=duration(spec, "group_interval", key, 60.0),
-        registry_per_minute=_per_minute(spec, "registry_per_minute", key, 30),
+        registry_per_minute=_whole(spec, "registry_per_minute", key, 30, "calls a minute", 100_000),
     )
 
 
@@ -304,22 +309,11 @@ def _group_by(value: Any, key: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def _per_minute(spec: Mapping[str, Any], name: str, key: str, default: int) -> int:
+def _whole(spec: Mapping[str, Any], name: str, key: str, default: int, what: str, top: int) -> int:
+    """``spec[name]``, a whole number from 1 to ``top`` (of ``what``), else ConfigError naming it."""
     value = spec.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
-        raise ConfigError(
-            f"{key}.{name}: expected a whole number of calls a minute, 1 to 100000, got {value!r}"
-        )
-    return value
-
-
-def _replay_cap(spec: Mapping[str, Any], key: str) -> int:
-    value = spec.get("replay_max_evaluations", REPLAY_MAX_EVALUATIONS)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000_000:
-        raise ConfigError(
-            f"{key}.replay_max_evaluations: expected a whole number of rule evaluations per replay, "
-            f"1 to 1000000000, got {value!r:.60}"
-        )
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+        raise ConfigError(f"{key}.{name}: expected a whole number of {what}, 1 to {top}, got {value!r:.60}")
     return value
 
 

@@ -30,6 +30,7 @@ ANONYMOUS: Final = "anonymous"  # who acked, when the request does not say
 _MAX_BY: Final = 256
 _MAX_COMMENT: Final = 2048
 _DISCONNECT_POLL_S: Final = 0.2  # how soon a replay notices that its client went away
+_REPLAY_RETRY_S: Final = 5  # Retry-After when every replay slot is taken
 T = TypeVar("T")
 
 
@@ -66,6 +67,8 @@ async def _while_connected(request: Request, work: Callable[[Callable[[], bool]]
 
 def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> APIRouter:
     router = APIRouter(tags=["alerts"])
+    # Replays computing at once: each may cost up to replay_max_evaluations, so callers wait their turn.
+    replay_slots = threading.BoundedSemaphore(engine.setup.alerting.replay_concurrency)
 
     @router.get(ALERTS)
     def get_alerts(state: str | None = None, limit: int = Query(1000, ge=1, le=10_000)) -> dict[str, Any]:
@@ -113,12 +116,22 @@ def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> 
         def run(cancelled: Callable[[], bool]) -> dict[str, Any]:
             return engine.replay(since, until, step, cancelled=cancelled).to_dict()
 
+        if not replay_slots.acquire(blocking=False):
+            busy = engine.setup.alerting.replay_concurrency
+            running = f"{busy} replays are" if busy > 1 else "1 replay is"
+            raise HTTPException(
+                429,
+                f"{running} already running (alerting.replay_concurrency); retry in {_REPLAY_RETRY_S}s",
+                headers={"Retry-After": str(_REPLAY_RETRY_S)},
+            )
         try:
             return await _while_connected(request, run)  # pure: notifies no one, records nothing
         except ValueError as exc:  # over the cost cap: refused before any evaluation
             raise HTTPException(400, str(exc)) from None
         except ReplayCancelled:
             return Response(status_code=499)  # nobody is listening; nginx's "client closed request"
+        finally:
+            replay_slots.release()  # _while_connected returns only once the work has stopped
 
     @router.get(DELIVERIES)
     def get_deliveries(

@@ -39,7 +39,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the classes behind the context's factories (mp.Queue etc. are functions)
+    from multiprocessing.queues import Queue
+    from multiprocessing.sharedctypes import SynchronizedArray
+    from multiprocessing.synchronize import Barrier, Event
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -74,7 +79,7 @@ def raw_insert(bodies: list[bytes], db: Path, batch_rows: int = 65_536) -> tuple
     return table.num_rows, elapsed
 
 
-def collect_statuses(out: Any, clients: int) -> dict[int, int]:
+def collect_statuses(out: Queue[dict[int, int]], clients: int) -> dict[int, int]:
     """Every client's {HTTP status: requests} from ``out`` (a queue each client puts one into), summed."""
     statuses: dict[int, int] = {}
     for _ in range(clients):
@@ -92,9 +97,9 @@ def _free_port() -> int:
 def _client(
     port: int,
     bodies: list[bytes],
-    ready: mp.Barrier,  # type: ignore[type-arg]
-    out: mp.Queue,  # type: ignore[type-arg]
-    progress: mp.Array,  # type: ignore[type-arg]
+    ready: Barrier,
+    out: Queue[dict[int, int]],
+    progress: SynchronizedArray[int],
     slot: int,
 ) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -117,10 +122,10 @@ def _client(
 def _lookups(
     port: int,
     shares: list[list[list[str]]],
-    progress: mp.Array,  # type: ignore[type-arg]
-    stop: mp.Event,  # type: ignore[type-arg]
+    progress: SynchronizedArray[int],
+    stop: Event,
     per_second: float,
-    out: mp.Queue,  # type: ignore[type-arg]
+    out: Queue[tuple[list[float], dict[int, int]]],
 ) -> None:
     """GET /api/traces/{id} for random acknowledged traces, ``per_second`` a second, until ``stop``."""
     rng = random.Random(3)
@@ -193,8 +198,8 @@ def collector_ingest(
         wait_healthy(port, proc, 30)
         ctx = mp.get_context("fork")
         barrier = ctx.Barrier(clients + 1)
-        out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
-        lookup_out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+        out: Queue[dict[int, int]] = ctx.Queue()
+        lookup_out: Queue[tuple[list[float], dict[int, int]]] = ctx.Queue()
         progress = ctx.Array("i", clients)
         stop = ctx.Event()
         shares = [bodies[i::clients] for i in range(clients)]

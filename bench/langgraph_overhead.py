@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -57,7 +57,14 @@ class Discard(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-def chain(nodes: list[tuple[str, Callable[[MessagesState], dict[str, Any]]]]) -> Any:
+class Node(Protocol):
+    """A graph node. A protocol, not ``Callable[[MessagesState], ...]``: mypy infers ``add_node``'s
+    state type from a protocol's ``__call__`` but not from a Callable taking a TypedDict."""
+
+    def __call__(self, state: MessagesState) -> dict[str, Any]: ...
+
+
+def chain(nodes: list[tuple[str, Node]]) -> Any:
     graph = StateGraph(MessagesState)
     previous = START
     for name, fn in nodes:

@@ -10,12 +10,12 @@ and written through the store's own write path (``DuckDBStore.write`` + ``mainta
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,8 @@ TEMPLATE = [
 ]
 N = len(TEMPLATE)
 RESOURCE = json.dumps({"service.name": "support-app", "host.name": "worker-3"})
+# The missing value of an object column: numpy's stubs take arrays in ``np.where``, not a bare None.
+NULL = np.array(None, dtype=object)
 
 
 def _hex(values: np.ndarray[Any, Any], width: int) -> pa.Array:
@@ -85,11 +87,11 @@ def batch(first: int, n: int, t0: int, rng: np.random.Generator) -> pa.Table:
     parent_idx = np.where(parents >= 0, req * N + parents, 0)
     agent_idx = np.where(roles == "target", target[req], 0)
     agent = np.array(AGENTS, dtype=object)[agent_idx]
-    agent = np.where(roles == "root", None, agent)
+    agent = np.where(roles == "root", NULL, agent)
     is_agent, is_handoff = ops == sc.OP_AGENT, ops == sc.OP_HANDOFF
     is_llm, is_tool = ops == sc.OP_CHAT, ops == sc.OP_TOOL
     error = is_agent & (roles == "target") & failed[req]
-    tgt = np.where(is_handoff, np.array(AGENTS, dtype=object)[target[req]], None)
+    tgt = np.where(is_handoff, np.array(AGENTS, dtype=object)[target[req]], NULL)
     # Attribute JSON from a small table of distinct texts, picked by index.
     texts: dict[tuple[str, str, str, str, bool], int] = {}
     keys = list(zip(ops, roles, agent, tgt, bare[req] & is_handoff, strict=True))
@@ -101,7 +103,7 @@ def batch(first: int, n: int, t0: int, rng: np.random.Generator) -> pa.Table:
         "trace_id": _hex(np.uint64(first) + req.astype(np.uint64) + np.uint64(1), 32),
         "span_id": _hex(span_ids, 16),
         "parent_span_id": pa.array(
-            np.where(parents >= 0, np.char.mod("%016x", span_ids[parent_idx]).astype(object), None)
+            np.where(parents >= 0, np.char.mod("%016x", span_ids[parent_idx]).astype(object), NULL)
         ),
         "name": pa.array([f"{o} {a or ''}".strip() for o, a in zip(ops, agent, strict=True)]),
         "kind": pa.array(np.where(is_llm, 3, 1).astype(np.uint8)),
@@ -113,18 +115,18 @@ def batch(first: int, n: int, t0: int, rng: np.random.Generator) -> pa.Table:
         "service": pa.array(np.full(rows, "support-app", dtype=object)),
         "operation": pa.array(ops),
         "agent": pa.array(agent),
-        "tool": pa.array(np.where(is_tool, "query_invoice", None)),
-        "model": pa.array(np.where(is_llm, "fake-model", None)),
-        "provider": pa.array(np.where(is_llm, "local", None)),
-        "input_tokens": pa.array(np.where(is_llm | is_agent, tokens_in, None), pa.int64()),
-        "output_tokens": pa.array(np.where(is_llm | is_agent, tokens_out, None), pa.int64()),
-        "handoff_source": pa.array(np.where(is_handoff, agent, None)),
+        "tool": pa.array(np.where(is_tool, "query_invoice", NULL)),
+        "model": pa.array(np.where(is_llm, "fake-model", NULL)),
+        "provider": pa.array(np.where(is_llm, "local", NULL)),
+        "input_tokens": pa.array(np.where(is_llm | is_agent, tokens_in, NULL), pa.int64()),
+        "output_tokens": pa.array(np.where(is_llm | is_agent, tokens_out, NULL), pa.int64()),
+        "handoff_source": pa.array(np.where(is_handoff, agent, NULL)),
         "handoff_target": pa.array(tgt),
-        "handoff_status": pa.array(np.where(is_handoff, np.where(bare[req], "unknown", "committed"), None)),
-        "handoff_mode": pa.array(np.where(is_handoff, "delegate", None)),
-        "hop_count": pa.array(np.where(is_handoff, 1, None), pa.int32()),
-        "loop_detected": pa.array(np.where(is_handoff, False, None), pa.bool_()),
-        "error_type": pa.array(np.where(error, "billing.InvoiceError", None)),
+        "handoff_status": pa.array(np.where(is_handoff, np.where(bare[req], "unknown", "committed"), NULL)),
+        "handoff_mode": pa.array(np.where(is_handoff, "delegate", NULL)),
+        "hop_count": pa.array(np.where(is_handoff, 1, NULL), pa.int32()),
+        "loop_detected": pa.array(np.where(is_handoff, False, NULL), pa.bool_()),
+        "error_type": pa.array(np.where(error, "billing.InvoiceError", NULL)),
         "flags": pa.array(np.ones(rows, dtype=np.uint32)),
         "attributes": attr_table.take(pa.array(idx)),
         "resource": pa.array(np.full(rows, RESOURCE, dtype=object)),
@@ -140,9 +142,7 @@ def _parts(con: duckdb.DuckDBPyConnection, table: pa.Table) -> pa.Table:
     con.register("reach_batch", table)
     con.execute(schema.PART_INSERT.format(batch="reach_batch"))
     con.unregister("reach_batch")
-    parts = con.sql("SELECT * FROM trace_parts").to_arrow_table()
-    target = getattr(schema, "PARTS_ARROW_SCHEMA", None)
-    return parts.cast(target) if target is not None else parts
+    return con.sql("SELECT * FROM trace_parts").to_arrow_table().cast(schema.PARTS_ARROW_SCHEMA)
 
 
 def build(db: Path, n_spans: int) -> tuple[int, float]:
@@ -151,7 +151,6 @@ def build(db: Path, n_spans: int) -> tuple[int, float]:
     side = duckdb.connect()
     for statement in schema.DDL:
         side.execute(statement)
-    takes_parts = len(inspect.signature(store.write).parameters) >= 2
     rng = np.random.default_rng(5)
     n_traces = n_spans // N
     t0 = time.time_ns() - (n_traces * S) // TRACES_PER_S - 60 * S
@@ -160,10 +159,8 @@ def build(db: Path, n_spans: int) -> tuple[int, float]:
     for first in range(0, n_traces, BATCH_TRACES):
         table = batch(first, min(BATCH_TRACES, n_traces - first), t0, rng)
         last_end = max(last_end, int(np.max(table.column("end_ns").to_numpy())))
-        if takes_parts:
-            store.write(table, _parts(side, table))  # type: ignore[call-arg]
-        else:
-            store.write(table)
+        # As the collector's writer: each batch's rows with their trace parts, in one transaction.
+        store.write(table, _parts(side, table))
         store.maintain(idle=False)
         if first // BATCH_TRACES % 20 == 0:
             done = (first + BATCH_TRACES) * N
@@ -172,7 +169,7 @@ def build(db: Path, n_spans: int) -> tuple[int, float]:
     return last_end, time.perf_counter() - started
 
 
-def time_runs(fn: Any, runs: int) -> tuple[float, float]:
+def time_runs(fn: Callable[[], object], runs: int) -> tuple[float, float]:
     """p50 and p99 milliseconds of ``runs`` calls of ``fn`` after one warm-up call."""
     fn()  # warm
     samples = []
@@ -195,8 +192,12 @@ def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     golden = metrics.golden(store, now_ns, 300, "agent")
     out["window_calls"] = golden["total"]["calls"]
     out["golden agent 5m"] = time_runs(lambda: metrics.golden(store, now_ns, 300, "agent"), runs)
+
+    def golden_by(by: str) -> Callable[[], object]:  # binds ``by`` now, not at the loop's end
+        return lambda: metrics.golden(store, now_ns, 300, by)
+
     for by in ("tool", "model", "operation", "service"):
-        out[f"golden {by} 5m"] = time_runs(lambda by=by: metrics.golden(store, now_ns, 300, by), runs)
+        out[f"golden {by} 5m"] = time_runs(golden_by(by), runs)
     out["agent_window_stats 1m"] = time_runs(lambda: metrics.agent_window_stats(store, now_ns, 60), runs)
     prices = {"fake-model": {"input": 0.15, "output": 0.6}}
     out["agents (multi-agent) 5m"] = time_runs(

@@ -119,9 +119,13 @@ def _clients() -> tuple[Any, Any]:
         return http.Response(200, headers={"content-type": "application/json"}, content=completion)
 
     transport = http.MockTransport(handler)
-    kwargs = {"base_url": "http://bench.invalid/v1", "api_key": "x", "max_retries": 0}
-    sync = openai.OpenAI(http_client=http.Client(transport=transport), **kwargs)
-    asynchronous = openai.AsyncOpenAI(http_client=http.AsyncClient(transport=transport), **kwargs)
+    base_url, api_key = "http://bench.invalid/v1", "x"
+    sync = openai.OpenAI(
+        http_client=http.Client(transport=transport), base_url=base_url, api_key=api_key, max_retries=0
+    )
+    asynchronous = openai.AsyncOpenAI(
+        http_client=http.AsyncClient(transport=transport), base_url=base_url, api_key=api_key, max_retries=0
+    )
     return sync, asynchronous
 
 

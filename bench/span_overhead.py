@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
+from opentelemetry.util.types import AttributeValue
 
 import reach_otel
 from reach_otel import semconv as sc
@@ -37,7 +38,7 @@ def build_variants(provider: TracerProvider) -> dict[str, Callable[[int], int]]:
     tracer = provider.get_tracer("bench")
 
     def handwritten(invoice_id: int) -> int:
-        attributes = {
+        attributes: dict[str, AttributeValue] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_TOOL,
             sc.GEN_AI_TOOL_NAME: "lookup",
             sc.GEN_AI_TOOL_CALL_ID: f"call_{random.getrandbits(64):016x}",
@@ -49,7 +50,7 @@ def build_variants(provider: TracerProvider) -> dict[str, Callable[[int], int]]:
             return lookup(invoice_id)
 
     def handwritten_agent(invoice_id: int) -> int:
-        attributes = {
+        attributes: dict[str, AttributeValue] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT,
             sc.GEN_AI_AGENT_NAME: "Billing",
             sc.GEN_AI_AGENT_ID: "Billing",

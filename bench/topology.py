@@ -32,6 +32,7 @@ from reach_collector import topology
 from reach_collector.alerting.budget import BudgetRuleConfig, budget_rules
 from reach_collector.alerting.edge_slo import EdgeSLORule, EdgeSLORuleConfig
 from reach_collector.alerting.evaluator import Evaluator
+from reach_collector.alerting.rules import Rule
 from reach_collector.alerting.store_data import StoreAlertData
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,7 +49,8 @@ def _mix(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     with np.errstate(over="ignore"):
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+        mixed: np.ndarray[Any, Any] = x ^ (x >> np.uint64(31))
+        return mixed
 
 
 def random_trace_ids(table: pa.Table, first: int) -> pa.Table:
@@ -92,11 +94,12 @@ def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     out["nodes"], out["edges"] = len(body["nodes"]), len(body["edges"])
     out["handoffs in window"] = sum(e["handoffs"] for e in body["edges"])
     out["topology 1h"] = spans_bench.time_runs(lambda: topology.topology(store, now_ns, 3600, PRICES), runs)
-    rules = [
-        EdgeSLORule(EdgeSLORuleConfig("EdgeCommitSLO")),
+    edge_slo = EdgeSLORule(EdgeSLORuleConfig("EdgeCommitSLO"))
+    rules: list[Rule] = [
+        edge_slo,
         *budget_rules(BudgetRuleConfig("AgentBudget", per="agent", limit_usd=50.0)),
     ]
-    windows = tuple(sorted({w for pair in rules[0].windows for w in (pair.long_s, pair.short_s)}))
+    windows = tuple(sorted({w for pair in edge_slo.windows for w in (pair.long_s, pair.short_s)}))
     now = now_ns / 1e9
     # Twenty minutes of the live loop: minutes settle, heads move on, and (15 minutes in) each
     # window's head reaches past the minutes the first evaluation read one by one.

@@ -38,7 +38,10 @@ class App:
     def __init__(self, tracer: str) -> None:
         self.tracer = tracer
         self.loop = asyncio.new_event_loop()
-        self.inbox: asyncio.Queue[tuple[Callable[[ClientSession], Any], asyncio.Future[Any]]] | None = None
+        # Jobs for the session's task; a None job ends it.
+        self.inbox: (
+            asyncio.Queue[tuple[Callable[[ClientSession], Any] | None, asyncio.Future[Any]]] | None
+        ) = None
         ready: asyncio.Future[None] = self.loop.create_future()
         self.owner = self.loop.create_task(self._own(ready))
         self.loop.run_until_complete(ready)
@@ -126,7 +129,7 @@ class App:
         async def stop() -> None:
             done: asyncio.Future[None] = self.loop.create_future()
             assert self.inbox is not None
-            await self.inbox.put((None, done))  # type: ignore[arg-type]
+            await self.inbox.put((None, done))
             await done
             await self.owner
 

@@ -85,7 +85,7 @@ NAMES = ("langgraph", "crewai", "mcp", "mcp1")
 def python(name: str) -> Path:
     """The interpreter of environment ``name``, building the environment first if needed."""
     reqs = requirements(name)
-    folder = folder_for(cache_root("REACH_OTEL_BENCH_ENVS", "bench-envs"), name, reqs)
+    folder: Path = folder_for(cache_root("REACH_OTEL_BENCH_ENVS", "bench-envs"), name, reqs)
     ensure(folder, reqs, install_timeout_s=1800)
     return folder / "bin" / "python"
 

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tracing
 from opentelemetry import trace
 
 provider, capture, failed = tracing.setup(os.environ.get("BENCH_TRACER", "none"), "mcp")
 
-try:
+if TYPE_CHECKING:  # checked against the 2.x SDK, the one installed beside the project
     from mcp.server.mcpserver import MCPServer as Server
-except ImportError:  # the 1.x SDK
-    from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef]
+else:
+    try:
+        from mcp.server.mcpserver import MCPServer as Server
+    except ImportError:  # the 1.x SDK
+        from mcp.server.fastmcp import FastMCP as Server
 
 server = Server("calc-tools")
 

@@ -20,7 +20,8 @@ _AGENT_NAME_KEYS = (sc.GEN_AI_AGENT_NAME, sc.OPENINFERENCE_AGENT_NAME, "crewai.a
 
 
 def _attrs(span: dict[str, Any]) -> dict[str, Any]:
-    return span["attributes"]  # type: ignore[no-any-return]
+    attributes: dict[str, Any] = span["attributes"]
+    return attributes
 
 
 def is_llm(span: dict[str, Any]) -> bool:

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# bench/ on the path: its modules, and this folder as the package ``peers`` (as bench/ingest.py
+# imports it), so every bench module has one name.
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
-import harness  # noqa: E402
-import peer_report as report  # noqa: E402
-import phoenix_peer  # noqa: E402
 from _spans import make_bodies  # noqa: E402
+from peers import harness, phoenix_peer  # noqa: E402
+from peers import peer_report as report  # noqa: E402
 
 
 @dataclass

@@ -114,7 +114,8 @@ def create_app(db: str, insert: str = "arrow") -> FastAPI:
     def cursor() -> duckdb.DuckDBPyConnection:
         if not hasattr(local, "cur"):
             local.cur = con.cursor()
-        return local.cur  # type: ignore[no-any-return]
+        cur: duckdb.DuckDBPyConnection = local.cur  # threading.local's attributes are Any
+        return cur
 
     def store(body: bytes) -> None:
         cols = rows(body)

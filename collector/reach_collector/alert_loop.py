@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from reach_collector.alerting.engine import AlertEngine
+from reach_collector.alerting.evaluation.engine import AlertEngine
 
 __all__ = ["AlertLoop"]
 

@@ -15,10 +15,11 @@ from fastapi.responses import JSONResponse
 
 from reach_collector import __version__
 from reach_collector.alert_loop import AlertLoop
-from reach_collector.alerting.engine import build_engine
-from reach_collector.alerting.state import Transition
-from reach_collector.alerting.store_data import StoreAlertData
-from reach_collector.alerting.webhook import HttpSender, Sender
+from reach_collector.alerting.evaluation.engine import build_engine
+from reach_collector.alerting.evaluation.state import Transition
+from reach_collector.alerting.evaluation.store_history import DuckDBHistory
+from reach_collector.alerting.inputs.store_data import StoreAlertData
+from reach_collector.alerting.notify.webhook import HttpSender, Sender
 from reach_collector.api import health, otlp, traces, ui
 from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
@@ -31,13 +32,12 @@ from reach_collector.api.oncall import oncall_router
 from reach_collector.api.tempo import tempo_router
 from reach_collector.api.topology import topology_router
 from reach_collector.config import Settings
-from reach_collector.exposition import Exposition, metrics_endpoint
-from reach_collector.ingest.batch_stats import BatchStats
+from reach_collector.exposition.batch_stats import BatchStats
+from reach_collector.exposition.registry import Exposition, metrics_endpoint
 from reach_collector.ingest.pool import workers_rss_bytes
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
-from reach_collector.store.alert_history import DuckDBHistory
 from reach_collector.store.base import TraceStore
 from reach_collector.store.clickhouse.driver import StoreError
 from reach_collector.store.open import open_store

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from reach_collector.durations import DurationError, parse_duration_s
 from reach_collector.limits import LIMIT_KEYS, ServerLimits, parse_limits
+from reach_collector.text.durations import DurationError, parse_duration_s
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024

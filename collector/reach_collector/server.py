@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TextIO
 
 from reach_collector.config import Settings, auth_line, check_bind
-from reach_collector.durations import format_duration_s
+from reach_collector.text.durations import format_duration_s
 
 
 class StartupError(Exception):
@@ -46,7 +46,7 @@ def _collector_log(stream: TextIO) -> None:
     """The collector's own log lines (what alerting does, retention) at INFO on ``stream``;
     uvicorn configures only its own loggers. Every record is one line: names from spans can hold
     newlines, which would otherwise forge lines (uvicorn's error log too: its tracebacks)."""
-    from reach_collector.printable import OneLineRecords
+    from reach_collector.text.printable import OneLineRecords
 
     for name in ("uvicorn.error", "uvicorn.access"):  # logger filters survive uvicorn's dictConfig
         other = logging.getLogger(name)
@@ -68,10 +68,10 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     import duckdb
     import uvicorn
 
+    from reach_collector.api.otlp_grpc import start_grpc
     from reach_collector.app import create_app
     from reach_collector.connections import uvicorn_config
     from reach_collector.ingest import fast
-    from reach_collector.ingest.grpc_server import start_grpc
     from reach_collector.ingest.pool import default_workers, start_pool
     from reach_collector.store.clickhouse.driver import StoreError
     from reach_collector.store.clickhouse.url import URLError
@@ -136,7 +136,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
         print(f"reach-otel collector decoding: {decoding}", file=out)
         alerting = app.state.alerts.setup.alerting
         if alerting.evaluate:
-            from reach_collector.redact_url import redact_url
+            from reach_collector.text.redact_url import redact_url
 
             am, registry = alerting.alertmanager_url, alerting.registry
             push = f", pushed to Alertmanager at {redact_url(am)}" if am else ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +22,3 @@ def handler_ref(tracer_provider: Any = None) -> HandlerRef:
     default = get_handler()
     bound = TelemetryHandler(tracer_provider=tracer_provider, settings=default.settings, hops=default.hops)
     return lambda: bound
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 from reach_collector import config as _config
 from reach_collector.config import ConfigError, parse_duration
-from reach_collector.redact_url import redact_url
+from reach_collector.text.redact_url import redact_url
 
 # The collector's own validators, shared so every config error reads the same way.
 mapping = _config._mapping

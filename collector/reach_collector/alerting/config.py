@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, required, url
-from reach_collector.alerting.oncall_config import (
+from reach_collector.alerting.oncall.config import (
     DEFAULT_ROUTING,
     EscalationPolicy,
     EscalationStep,
@@ -27,13 +27,13 @@ from reach_collector.alerting.oncall_config import (
     parse_schedule,
     parse_user,
 )
-from reach_collector.alerting.rotation import Schedule
+from reach_collector.alerting.oncall.rotation import Schedule
 from reach_collector.config import ConfigError, Settings, parse_zone
 
 if TYPE_CHECKING:  # the rule modules import this one: their configs are read lazily (_rule_types)
-    from reach_collector.alerting.budget import BudgetRuleConfig
-    from reach_collector.alerting.drift import DriftRuleConfig
-    from reach_collector.alerting.edge_slo import EdgeSLORuleConfig
+    from reach_collector.alerting.rules.budget import BudgetRuleConfig
+    from reach_collector.alerting.rules.drift import DriftRuleConfig
+    from reach_collector.alerting.rules.edge_slo import EdgeSLORuleConfig
 
 __all__ = [
     "SEVERITIES",
@@ -412,9 +412,9 @@ def parse_windows(
 
 def _rule_types() -> dict[str, Callable[[str, Mapping[str, Any], str], Any]]:
     """``type:`` → the parser of that rule's config (each rule module owns its own)."""
-    from reach_collector.alerting.budget import parse_budget
-    from reach_collector.alerting.drift import parse_drift
-    from reach_collector.alerting.edge_slo import parse_edge_slo
+    from reach_collector.alerting.rules.budget import parse_budget
+    from reach_collector.alerting.rules.drift import parse_drift
+    from reach_collector.alerting.rules.edge_slo import parse_edge_slo
 
     return {
         "burn_rate": _burn_rate,

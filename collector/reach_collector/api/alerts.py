@@ -14,11 +14,11 @@ from typing import Any, Final, TypeVar
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from reach_collector.alerting.engine import AlertEngine
-from reach_collector.alerting.replay import ReplayCancelled, parse_replay_request
+from reach_collector.alerting.evaluation.engine import AlertEngine
+from reach_collector.alerting.evaluation.replay import ReplayCancelled, parse_replay_request
+from reach_collector.alerting.evaluation.store_history import DuckDBHistory
 from reach_collector.api._body import json_object
-from reach_collector.redact_url import redact_url, scrub
-from reach_collector.store.alert_history import DuckDBHistory
+from reach_collector.text.redact_url import redact_url, scrub
 
 __all__ = ["ALERTS", "ANONYMOUS", "DELIVERIES", "REPLAY", "alerts_router", "parse_ack"]
 

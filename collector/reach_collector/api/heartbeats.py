@@ -13,13 +13,12 @@ from typing import Any, Final, NamedTuple
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from reach_collector.alerting.engine import AlertEngine
+from reach_collector.alerting.evaluation.engine import AlertEngine
 from reach_collector.api._body import json_object
-from reach_collector.exposition import Exposition
+from reach_collector.exposition.registry import Exposition
 from reach_collector.ingest.writer import Writer, WriterClosed
+from reach_collector.query.agents import fill_services
 from reach_collector.store.base import TraceStore
-from reach_collector.store.dialect import dialect_of
-from reach_otel import semconv as sc
 
 __all__ = [
     "AGENTS",
@@ -39,7 +38,6 @@ _MAX_URL: Final = 2048
 _MAX_CAPABILITIES: Final = 100
 LIVE: Final = "live"
 STOPPED: Final = "stopped"  # a clean exit deregisters: no heartbeat is expected until the next one
-_SERVICE_LOOKBACK_NS: Final = 86_400 * 1_000_000_000  # as far back as heartbeats are read
 
 
 def _text(body: dict[str, Any], key: str, limit: int, required: bool = False) -> str | None:
@@ -81,31 +79,6 @@ def parse_heartbeat(body: dict[str, Any]) -> ParsedHeartbeat:
     if status not in (LIVE, STOPPED):
         raise ValueError(f"status: expected {LIVE!r} or {STOPPED!r} (a clean exit), got {status!r:.60}")
     return ParsedHeartbeat(agent_id, service, endpoint, caps, status)
-
-
-def fill_services(store: TraceStore, agents: list[dict[str, Any]], now_ns: int) -> None:
-    """Give each agent whose heartbeats named no service the service of its latest span in the
-    last day: an ``invoke_agent`` span of that agent name, or an OTLP heartbeat span of that id."""
-    missing = sorted({a["agent_id"] for a in agents if not a.get("service")})
-    if not missing:
-        return
-    marks = ", ".join("?" * len(missing))
-    since = now_ns - _SERVICE_LOOKBACK_NS
-    agent_id, key = dialect_of(store).attr("attributes", sc.GEN_AI_AGENT_ID)
-    rows = store.query(
-        "SELECT who, argMax(service, end_ns) FROM ("
-        " SELECT agent AS who, service, end_ns FROM spans"
-        f" WHERE end_ns > ? AND operation = ? AND agent IN ({marks}) AND service IS NOT NULL"
-        " UNION ALL"
-        f" SELECT {agent_id} AS who, service, end_ns FROM spans"
-        " WHERE end_ns > ? AND name = ? AND service IS NOT NULL"
-        f") WHERE who IN ({marks}) GROUP BY who",
-        [since, sc.OP_AGENT, *missing, *key, since, sc.HEARTBEAT_SPAN_NAME, *missing],
-    )
-    found = dict(rows)
-    for agent in agents:
-        if not agent.get("service") and found.get(agent["agent_id"]):
-            agent["service"] = found[agent["agent_id"]]
 
 
 def heartbeats_router(

@@ -7,10 +7,10 @@ from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException
 
-from reach_collector import metrics
+from reach_collector.query import metrics
 from reach_collector.store.base import TraceStore
-from reach_collector.times import parse_time_ns
-from reach_collector.windows import WindowError, parse_window
+from reach_collector.text.times import parse_time_ns
+from reach_collector.text.windows import WindowError, parse_window
 
 __all__ = ["AGENTS", "GOLDEN", "TIMESERIES", "metrics_router"]
 

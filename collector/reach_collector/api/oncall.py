@@ -8,8 +8,8 @@ from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException
 
-from reach_collector.alerting.engine import AlertEngine
-from reach_collector.times import parse_time_ns
+from reach_collector.alerting.evaluation.engine import AlertEngine
+from reach_collector.text.times import parse_time_ns
 
 __all__ = ["ONCALL", "oncall_router"]
 

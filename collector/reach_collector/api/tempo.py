@@ -22,10 +22,9 @@ from fastapi.responses import PlainTextResponse, Response
 from reach_collector.api.numbers import parse_int
 from reach_collector.api.tempo_otlp import to_traces_data, trace_by_id_response, traces_json
 from reach_collector.api.traces import DEFAULT_LIMIT, MAX_LIMIT
-from reach_collector.durations import DurationError, parse_duration_s
-from reach_collector.store.base import TraceStore
-from reach_collector.store.dialect import dialect_of
-from reach_collector.store.duckdb_store import TraceFilter
+from reach_collector.query import tags
+from reach_collector.store.base import TraceFilter, TraceStore
+from reach_collector.text.durations import DurationError, parse_duration_s
 from reach_otel import semconv as sc
 
 __all__ = ["PREFIX", "parse_duration_ms", "parse_traceql", "tempo_router"]
@@ -195,24 +194,11 @@ def tempo_router(store: TraceStore, clock: Callable[[], float] = time.time) -> A
     router = APIRouter(prefix=PREFIX, tags=["tempo"])
 
     def keys(scope: str, lo: int, hi: int) -> list[str]:
-        col = _COLUMNS[scope]
-        each_key, stored = dialect_of(store).attr_keys(col)
-        rows = store.query(
-            f"SELECT DISTINCT k FROM (SELECT {each_key} AS k FROM "
-            f"(SELECT {stored} FROM spans WHERE end_ns > ? AND end_ns <= ? AND {col} IS NOT NULL LIMIT ?)) "
-            "ORDER BY k LIMIT ?",
-            [lo, hi, TAG_SCAN_ROWS, TAG_LIMIT],
-        )
-        return [str(r[0]) for r in rows]
+        return tags.attribute_keys(store, _COLUMNS[scope], lo, hi, TAG_SCAN_ROWS, TAG_LIMIT)
 
     def values(scope: str, key: str, lo: int, hi: int) -> list[tuple[str, str]]:
-        value, key_params = dialect_of(store).attr_json(_COLUMNS[scope], key)
-        rows = store.query(
-            f"SELECT DISTINCT v FROM (SELECT v FROM (SELECT {value} AS v FROM spans "
-            "WHERE end_ns > ? AND end_ns <= ?) WHERE v IS NOT NULL LIMIT ?) ORDER BY v LIMIT ?",
-            [*key_params, lo, hi, TAG_SCAN_ROWS, TAG_LIMIT],
-        )
-        return [_value_type(str(r[0])) for r in rows if r[0] is not None]
+        found = tags.attribute_values(store, _COLUMNS[scope], key, lo, hi, TAG_SCAN_ROWS, TAG_LIMIT)
+        return [_value_type(v) for v in found]
 
     def intrinsic_values(name: str, lo: int, hi: int) -> list[tuple[str, str]]:
         if name == "status":
@@ -220,12 +206,7 @@ def tempo_router(store: TraceStore, clock: Callable[[], float] = time.time) -> A
         if name == "kind":
             return [("keyword", k) for k in ("client", "consumer", "internal", "producer", "server")]
         if name in ("name", "rootName"):
-            rows = store.query(
-                "SELECT DISTINCT name FROM (SELECT name FROM spans WHERE end_ns > ? AND end_ns <= ? LIMIT ?) "
-                "ORDER BY name LIMIT ?",
-                [lo, hi, TAG_SCAN_ROWS, TAG_LIMIT],
-            )
-            return [("string", str(r[0])) for r in rows if r[0] is not None]
+            return [("string", n) for n in tags.span_names(store, lo, hi, TAG_SCAN_ROWS, TAG_LIMIT)]
         if name == "rootServiceName":
             return values("resource", sc.SERVICE_NAME, lo, hi)
         return []

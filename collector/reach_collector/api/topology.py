@@ -7,9 +7,9 @@ from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException
 
-from reach_collector import topology
+from reach_collector.query import topology
 from reach_collector.store.base import TraceStore
-from reach_collector.windows import WindowError, parse_window
+from reach_collector.text.windows import WindowError, parse_window
 
 __all__ = ["TOPOLOGY", "topology_router"]
 

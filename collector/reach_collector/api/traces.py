@@ -8,9 +8,9 @@ from typing import Any, Final
 from fastapi import APIRouter, HTTPException, Request, Response
 
 from reach_collector.api.numbers import parse_float, parse_int
-from reach_collector.store.duckdb_store import TraceFilter
-from reach_collector.times import parse_time_ns
-from reach_collector.views import summary_json, trace_body
+from reach_collector.query.views import summary_json, trace_body
+from reach_collector.store.base import TraceFilter
+from reach_collector.text.times import parse_time_ns
 
 TRACE_ID_RE: Final = re.compile(r"^[0-9a-fA-F]{32}$")
 DEFAULT_LIMIT: Final = 20

@@ -20,7 +20,7 @@ from datetime import tzinfo
 from typing import Any, Final
 
 from reach_collector.cli.formats import LOCAL, parse_zone
-from reach_collector.printable import escape_all
+from reach_collector.text.printable import escape_all
 
 DEFAULT_URL: Final = "http://127.0.0.1:4318"
 ZONE_ENV: Final = "REACH_OTEL_TZ"

@@ -1,6 +1,6 @@
 """`reach-otel mcp [--http --port N]`: an MCP server for AI assistants over a running collector's
-API (the tools live in reach_collector.assistant), on stdio by default or streamable HTTP on
-127.0.0.1 behind a credential of its own (reach_collector.assistant_http). The collector's query
+API (the tools live in reach_collector.cli.assistant), on stdio by default or streamable HTTP on
+127.0.0.1 behind a credential of its own (reach_collector.cli.assistant_http). The collector's query
 token comes from ``$REACH_QUERY_TOKEN`` or ``--token-file``, never the command line, which every
 local user can read for as long as the server runs. The mcp SDK is imported only when the command
 runs."""
@@ -29,11 +29,11 @@ def run_mcp(args: argparse.Namespace) -> int:
     except QueryError as exc:
         return fail(args, str(exc), exc.code)
     try:
-        from reach_collector.assistant import build_server
-        from reach_collector.assistant_http import CREDENTIAL_ENV, credential, serve_http
+        from reach_collector.cli.assistant import build_server
+        from reach_collector.cli.assistant_http import CREDENTIAL_ENV, credential, serve_http
     except ImportError as exc:
         return fail(args, f"needs the mcp SDK: pip install 'reach-otel[mcp]' ({exc})")
-    from reach_collector.printable import OneLineRecords
+    from reach_collector.text.printable import OneLineRecords
 
     server = build_server(args.url, token)
     for handler in logging.getLogger().handlers:  # the SDK logs tool failures, whose text is a peer's

@@ -1,14 +1,39 @@
-"""The store interface the rest of the collector depends on (DuckDBStore implements it)."""
+"""The store's contract, which the rest of the collector depends on: ``TraceStore`` (DuckDBStore and
+ClickHouseStore implement it; a third backend or a test fake implements only it) and the types its
+answers use."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
 
 import pyarrow as pa
 
-from reach_collector.alerting.data import Heartbeat
-from reach_collector.store.duckdb_store import TraceFilter
+__all__ = ["Heartbeat", "TraceFilter", "TraceStore"]
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Search filters (§11). Times are unix nanoseconds; every value is bound as a parameter."""
+
+    service: str | None = None
+    agent: str | None = None
+    errors_only: bool = False
+    since_ns: int | None = None
+    until_ns: int | None = None
+    min_duration_ms: float | None = None
+    attributes: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    limit: int = 20
+
+
+class Heartbeat(NamedTuple):
+    """An agent's last heartbeat at or before ``now`` (unix seconds); ``stopped`` when that last
+    one was the deregistration of a clean exit (``status: "stopped"``), so silence is expected."""
+
+    last_seen: float
+    service: str | None = None
+    stopped: bool = False
 
 
 class TraceStore(Protocol):

@@ -13,15 +13,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import duckdb
 import pyarrow as pa
 
-from reach_collector.alerting.data import Heartbeat
 from reach_collector.store import span_rows
+from reach_collector.store.base import Heartbeat, TraceFilter
 from reach_collector.store.schema import (
     ADD_TRACE_KEY,
     AUX_COLUMNS,
@@ -40,20 +39,6 @@ MEMORY: Final = ":memory:"
 # of realistic spans) cost twice the work per span of checkpoints taken each time a row group's
 # worth of spans has come (measured), which is what the store does under load.
 ROW_GROUP_ROWS: Final = 122_880
-
-
-@dataclass(frozen=True)
-class TraceFilter:
-    """Search filters (§11). Times are unix nanoseconds; every value is bound as a parameter."""
-
-    service: str | None = None
-    agent: str | None = None
-    errors_only: bool = False
-    since_ns: int | None = None
-    until_ns: int | None = None
-    min_duration_ms: float | None = None
-    attributes: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-    limit: int = 20
 
 
 def _out_of_memory(exc: BaseException) -> bool:

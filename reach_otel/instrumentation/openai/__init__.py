@@ -14,7 +14,8 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from reach_otel.instrumentation._base import env_flag, handler_ref
+from reach_otel.config import env_bool
+from reach_otel.instrumentation._base import handler_ref
 from reach_otel.instrumentation._llm import LLMSpec, async_wrapper, sync_wrapper
 from reach_otel.instrumentation.openai import extract
 from reach_otel.instrumentation.openai.package import _instruments
@@ -54,7 +55,9 @@ class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         global _active
         ref = handler_ref(kwargs.get("tracer_provider"))
-        include_usage = bool(kwargs.get("include_usage")) or env_flag("REACH_OTEL_OPENAI_INCLUDE_USAGE")
+        include_usage = bool(kwargs.get("include_usage")) or env_bool(
+            "REACH_OTEL_OPENAI_INCLUDE_USAGE", False
+        )
         chat, responses = _specs(include_usage)
         wrap_function_wrapper(_CHAT, "Completions.create", sync_raw_aware(sync_wrapper(chat, ref)))
         wrap_function_wrapper(_CHAT, "AsyncCompletions.create", async_raw_aware(async_wrapper(chat, ref)))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse.schema import BUCKET_NS, HOUR_NS, TRACE_AGGREGATES, Layout
-from reach_collector.store.duckdb_store import TraceFilter
 from reach_collector.store.schema import SPAN_NAMES, TRACE_COLUMNS
 
 __all__ = ["bounds_sql", "heartbeats_sql", "search_sql", "span_row", "spans_sql", "summary_row"]

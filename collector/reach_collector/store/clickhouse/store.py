@@ -16,8 +16,8 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reach_collector.alerting.data import Heartbeat
-from reach_collector.store.alert_history import DuckDBHistory
+from reach_collector.store.alert_tables import open_episode_keys
+from reach_collector.store.base import Heartbeat, TraceFilter
 from reach_collector.store.clickhouse import reads
 from reach_collector.store.clickhouse.bind import bind
 from reach_collector.store.clickhouse.convert import insert_columns
@@ -35,7 +35,6 @@ from reach_collector.store.clickhouse.schema import (
     Layout,
 )
 from reach_collector.store.clickhouse.url import ClickHouseURL, parse_clickhouse_url
-from reach_collector.store.duckdb_store import TraceFilter
 
 __all__ = ["ClickHouseStore"]
 
@@ -178,7 +177,7 @@ class ClickHouseStore:
         still pending or firing (what a restart restores), as on DuckDB: by an ``ALTER … DELETE``
         on each shard, only when there are such rows and no earlier one is still running (a
         mutation is asynchronous on 18.16, and rewrites the parts it touches)."""
-        keep_transitions, keep_acks = DuckDBHistory(self).open_episode_keys()
+        keep_transitions, keep_acks = open_episode_keys(self)
         for table, column, keep in (
             ("alert_transitions", "active_at_ns", keep_transitions),
             ("alert_acks", "fired_at_ns", keep_acks),

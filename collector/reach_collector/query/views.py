@@ -1,0 +1,270 @@
+"""Pure shaping of stored rows into the §9 JSON: span objects, the nested tree, trace summaries.
+
+A handoff span also carries ``handoff``: its one outcome (SPEC §11, ``handoff_outcome``) with
+``inferred`` saying whether it came from the target's next agent span in the trace.
+
+``trace_body`` is what the API sends: the bytes of ``dumps(trace_json(...))`` (the reference, which
+the tests hold it to); for a large trace built a column at a time (trace_columns), not a dict per span.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+import pyarrow as pa
+
+from reach_collector.query.handoff_outcome import from_target, is_recorded, next_run
+from reach_collector.query.trace_columns import (
+    KIND_NAMES,
+    STATUS_NAMES,
+    encode_spans,
+    finite,
+    joined,
+    rows_where,
+    span_table,
+)
+from reach_collector.store import span_rows
+from reach_otel import semconv as sc
+
+# Deeper chains are attached at this depth, so a hostile parent chain cannot blow the JSON encoder.
+MAX_TREE_DEPTH: Final = 128
+# What agent_runs and handoff_json read of a row.
+_HANDOFF_COLUMNS: Final = (
+    "span_id",
+    "operation",
+    "agent",
+    "start_ns",
+    "status_code",
+    "attributes",
+    "handoff_source",
+    "handoff_target",
+    "handoff_status",
+    "handoff_mode",
+)
+
+
+def iso(ns: int) -> str:
+    """Unix nanoseconds → UTC ISO-8601 with microseconds (left out when zero, as
+    ``datetime.isoformat`` does) and a Z."""
+    seconds, rem = divmod(int(ns), 1_000_000_000)
+    micros = rem // 1000
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{stamp}.{micros:06d}Z" if micros else f"{stamp}Z"
+
+
+def _load(text: str | None, empty: Any) -> Any:
+    if not text:
+        return empty
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN, Infinity, integers beyond 64 bits: the stdlib takes them
+        return json.loads(text)
+
+
+def dumps(value: Any) -> bytes:
+    """JSON bytes of a view, in one pass (orjson); what orjson refuses (integers beyond 64 bits,
+    very deep nesting) goes through the stdlib encoder instead."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        # NaN as null, as orjson writes it: the stdlib would write NaN, which is not JSON.
+        return json.dumps(finite(value), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def span_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    scope = _load(row["scope"], None)
+    return {
+        "trace_id": row["trace_id"],
+        "span_id": row["span_id"],
+        "parent_span_id": row["parent_span_id"],
+        "name": row["name"],
+        "kind": KIND_NAMES[row["kind"]] if 0 <= row["kind"] < len(KIND_NAMES) else "INTERNAL",
+        "service": row["service"],
+        "start_time_unix_nano": row["start_ns"],
+        "end_time_unix_nano": row["end_ns"],
+        "start_time": iso(row["start_ns"]),
+        "end_time": iso(row["end_ns"]),
+        "duration_ms": row["duration_ms"],
+        "status": {
+            "code": STATUS_NAMES[row["status_code"]] if row["status_code"] < 3 else "UNSET",
+            "message": row["status_message"] or "",
+        },
+        "attributes": _load(row["attributes"], {}),
+        "events": _load(row["events"], []),
+        "links": _load(row["links"], []),
+        "resource": _load(row["resource"], {}),
+        "scope": scope,
+        "trace_state": row["trace_state"] or "",
+        "flags": row["flags"],
+        "agent": row["agent"],
+        "operation": row["operation"],
+    }
+
+
+def trace_json(trace_id: str, rows: Iterable[Mapping[str, Any]], *, tree: bool = True) -> dict[str, Any]:
+    """The full trace: spans ordered by start time (duplicates from exporter retries dropped) and,
+    unless ``tree`` is false, the nested ``roots`` tree that repeats every span. A dict per span:
+    the reference that trace_body's bytes are held to."""
+    seen: set[str] = set()
+    spans: list[dict[str, Any]] = []
+    kept: list[Mapping[str, Any]] = []
+    for row in rows:
+        if row["span_id"] in seen:
+            continue
+        seen.add(row["span_id"])
+        kept.append(row)
+        spans.append(span_json(row))
+    runs = agent_runs(kept)
+    for row, span in zip(kept, spans, strict=True):
+        if row["operation"] == sc.OP_HANDOFF:
+            span["handoff"] = handoff_json(row, runs)
+    out: dict[str, Any] = {"trace_id": trace_id, "span_count": len(spans), "spans": spans}
+    if tree:
+        out["roots"] = build_tree(spans)
+    return out
+
+
+def trace_body(trace_id: str, rows: Sequence[Mapping[str, Any]], *, tree: bool = True) -> bytes:
+    """The JSON bytes of ``trace_json(trace_id, rows, tree=tree)``, spans encoded a column at a time
+    with the stored JSON text spliced in (trace_columns); the nested tree, when asked for, splices
+    the same span texts in build_tree's order, each with its ``children``. A small trace is
+    shaped as dicts (span_rows.COLUMNS_FROM): that costs less there."""
+    if len(rows) < span_rows.COLUMNS_FROM:
+        return dumps(trace_json(trace_id, rows, tree=tree))
+    try:
+        table = span_table(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # row dicts whose values the schema's types refuse
+        return dumps(trace_json(trace_id, rows, tree=tree))
+    few = rows_where(table, "operation", (sc.OP_AGENT, sc.OP_HANDOFF), _HANDOFF_COLUMNS)
+    runs = agent_runs(row for _, row in few)
+    tails = {
+        index: ',"handoff":' + orjson.dumps(handoff_json(row, runs)).decode()
+        for index, row in few
+        if row["operation"] == sc.OP_HANDOFF
+    }
+    texts = encode_spans(table, tails)
+    count: int = table.num_rows
+    head = b'{"trace_id":%b,"span_count":%d,"spans":[%b]' % (orjson.dumps(trace_id), count, joined(texts))
+    if not tree:
+        return head + b"}"
+    return head + b',"roots":[' + _nested(table, texts.to_pylist()).encode() + b"]}"
+
+
+def _nested(table: pa.Table, texts: list[str]) -> str:
+    """The roots tree as text: build_tree over each span's ids and start, every span's own text
+    (less its closing brace) followed by its children."""
+    keys = zip(
+        table.column("span_id").to_pylist(),
+        table.column("parent_span_id").to_pylist(),
+        table.column("start_ns").to_pylist(),
+        strict=True,
+    )
+    light = [
+        {"span_id": s, "parent_span_id": p, "start_time_unix_nano": t, "at": i}
+        for i, (s, p, t) in enumerate(keys)
+    ]
+    parts: list[str] = []
+
+    def emit(node: dict[str, Any]) -> None:  # recursion depth is bounded by MAX_TREE_DEPTH
+        parts.append(texts[node["at"]][:-1])
+        parts.append(',"children":[')
+        for k, child in enumerate(node["children"]):
+            if k:
+                parts.append(",")
+            emit(child)
+        parts.append("]}")
+
+    for k, root in enumerate(build_tree(light)):
+        if k:
+            parts.append(",")
+        emit(root)
+    return "".join(parts)
+
+
+def agent_runs(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[int, str, int]]]:
+    """Agent → its runs in the trace, sorted: ``(start_ns, span_id, status_code)`` (handoff_json)."""
+    runs: dict[str, list[tuple[int, str, int]]] = {}
+    for r in rows:
+        if r["operation"] == sc.OP_AGENT and r["agent"] is not None:
+            runs.setdefault(r["agent"], []).append((r["start_ns"], r["span_id"], r["status_code"]))
+    for found in runs.values():
+        found.sort()
+    return runs
+
+
+def handoff_json(row: Mapping[str, Any], runs: dict[str, list[tuple[int, str, int]]]) -> dict[str, Any]:
+    """A handoff row's source, target, mode and its one outcome, given the trace's agent runs
+    (agent → sorted ``(start_ns, span_id, status_code)``)."""
+    attributes = _load(row["attributes"], {})
+    transitions = attributes.get(sc.REACH_HANDOFF_TRANSITIONS) if isinstance(attributes, dict) else None
+    target, status = row["handoff_target"], row["handoff_status"]
+    inferred = not is_recorded(status, transitions)
+    if inferred:
+        status = from_target(next_run(row["start_ns"], runs.get(target, ())) if target else None)
+    return {
+        "source": row["handoff_source"],
+        "target": target,
+        "mode": row["handoff_mode"],
+        "status": status,
+        "inferred": inferred,
+    }
+
+
+def build_tree(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Nest spans under their parents; orphans and cycle members become roots. Iterative."""
+    nodes = {s["span_id"]: {**s, "children": []} for s in spans}
+    children: dict[str, list[str]] = {}
+    roots: list[str] = []
+    for s in spans:
+        parent = s["parent_span_id"]
+        if parent is not None and parent in nodes and parent != s["span_id"]:
+            children.setdefault(parent, []).append(s["span_id"])
+        else:
+            roots.append(s["span_id"])
+    placed: set[str] = set()
+    out: list[dict[str, Any]] = []
+
+    def attach(root_id: str) -> None:
+        # (node id, the node that receives its children, depth)
+        stack = [(root_id, nodes[root_id], 0)]
+        placed.add(root_id)
+        while stack:
+            node_id, holder, depth = stack.pop()
+            target = nodes[node_id] if depth < MAX_TREE_DEPTH else holder
+            for child_id in children.get(node_id, ()):
+                if child_id in placed:
+                    continue
+                placed.add(child_id)
+                target["children"].append(nodes[child_id])
+                stack.append((child_id, target, depth + 1))
+
+    for root_id in roots:
+        out.append(nodes[root_id])
+        attach(root_id)
+    # Spans on a parent cycle were never reached from a root: show them as roots.
+    for s in spans:
+        if s["span_id"] not in placed:
+            out.append(nodes[s["span_id"]])
+            attach(s["span_id"])
+    for node in nodes.values():
+        node["children"].sort(key=lambda n: (n["start_time_unix_nano"], n["span_id"]))
+    return out
+
+
+def summary_json(row: dict[str, Any]) -> dict[str, Any]:
+    start, end = int(row["first_start_ns"]), int(row["last_end_ns"])
+    return {
+        "trace_id": row["trace_id"],
+        "root_name": row["root_name"],
+        "start_time_unix_nano": start,
+        "start_time": iso(start),
+        "duration_ms": (end - start) / 1e6,
+        "span_count": int(row["span_count"]),
+        "error_count": int(row["error_count"]),
+        "agents": sorted(row["agents"] or []),
+        "hops": int(row["hops"] or 0),
+    }

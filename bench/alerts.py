@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from reach_collector.alerting.engine import build_engine
-from reach_collector.alerting.store_data import StoreAlertData
+from reach_collector.alerting.evaluation.engine import build_engine
+from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
 

@@ -23,8 +23,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from reach_collector import metrics
 from reach_collector.config import Settings
+from reach_collector.query import metrics
 from reach_collector.store import schema
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc

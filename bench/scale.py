@@ -366,9 +366,9 @@ def run_queries(args: argparse.Namespace) -> None:
     import httpx
     from servers import ServerThread
 
-    from reach_collector import metrics
     from reach_collector.app import create_app
     from reach_collector.config import Settings
+    from reach_collector.query import metrics
     from reach_collector.store.clickhouse.schema import SCHEMA_VERSION
     from reach_collector.store.clickhouse.store import ClickHouseStore
 

@@ -28,12 +28,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reach_collector import topology
-from reach_collector.alerting.budget import BudgetRuleConfig, budget_rules
-from reach_collector.alerting.edge_slo import EdgeSLORule, EdgeSLORuleConfig
-from reach_collector.alerting.evaluator import Evaluator
+from reach_collector.alerting.evaluation.evaluator import Evaluator
+from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.alerting.rules import Rule
-from reach_collector.alerting.store_data import StoreAlertData
+from reach_collector.alerting.rules.budget import BudgetRuleConfig, budget_rules
+from reach_collector.alerting.rules.edge_slo import EdgeSLORule, EdgeSLORuleConfig
+from reach_collector.query import topology
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import metrics as spans_bench  # the sibling benchmark's span generator
@@ -168,13 +168,14 @@ def report(out: dict[str, Any], command: str, build_s: float | None, load: str) 
             f"the newest span's end; the 1-hour topology has {out['nodes']} nodes, {out['edges']} edges "
             f"and {out['handoffs in window']:,} handoffs, the 3-day edge-SLO window "
             f"{out['edges over 3d']} edges). "
-            "`topology 1h` is `reach_collector.topology.topology` (the `/api/topology` body). One evaluation "
-            "= an edge SLO with the workbook's three window pairs (six windows up to 3 days) and a "
-            "per-agent 1-day cost budget with its projection, through `StoreAlertData`: as the collector "
-            f"runs it, one data object and evaluator evaluating every {STEP_S:.0f} s ({out['steps']} "
-            "evaluations up to `now`, its cache of settled minutes warm after the first), against every "
-            f"window scanned at each evaluation (`settle_s=None`, as before; {out['fresh runs']} runs), "
-            f"which answers the same. Load average (`uptime`) at the start and end: {load}.",
+            "`topology 1h` is `reach_collector.query.topology.topology` (the `/api/topology` body). "
+            "One evaluation = an edge SLO with the workbook's three window pairs (six windows up to 3 days) "
+            "and a per-agent 1-day cost budget with its projection, through `StoreAlertData`: as the "
+            f"collector runs it, one data object and evaluator evaluating every {STEP_S:.0f} s "
+            f"({out['steps']} evaluations up to `now`, its cache of settled minutes warm after the first), "
+            "against every window scanned at each evaluation "
+            f"(`settle_s=None`, as before; {out['fresh runs']} runs), which answers the same. "
+            f"Load average (`uptime`) at the start and end: {load}.",
             "",
             "```",
             *lines,

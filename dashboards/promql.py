@@ -1,6 +1,6 @@
 """PromQL building blocks shared by the dashboards: series names, selectors, thresholds.
 
-Series are those of the collector's `/metrics` (reach_collector/exposition.py). `$__rate_interval` for
+Series are those of the collector's `/metrics` (reach_collector/exposition/). `$__rate_interval` for
 rates, `$__range` for totals over the picked time range; `$agent` is a regex (All = `.*`).
 
 Several collectors (SPEC §16) each export their own counters, so counters are always summed; the
@@ -20,7 +20,8 @@ HANDOFFS: Final = "reach_handoffs_total"
 LOOPS: Final = "reach_loops_detected_total"
 LOOPED: Final = "reach_requests_looped_total"
 HOPS: Final = "reach_request_hops"
-# Grafana's service graph series (reach_collector/service_graph.py): client = source agent, server = target.
+# Grafana's service graph series (reach_collector/exposition/service_graph.py):
+# client = source agent, server = target.
 GRAPH_TOTAL: Final = "traces_service_graph_request_total"
 GRAPH_FAILED: Final = "traces_service_graph_request_failed_total"
 AGENT_SEL: Final = 'operation="invoke_agent", agent=~"$agent"'

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reach_collector.alerting.data import AgentWindowStats, Heartbeat
-from reach_collector.alerting.webhook import SendOutcome
+from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
+from reach_collector.alerting.notify.webhook import SendOutcome
 
 MIN = 60.0
 T0 = 1_767_600_000.0  # 2026-01-05T08:00:00Z, a whole minute

@@ -7,9 +7,9 @@ import pytest
 from alerting_fakes import MIN, T0, FakeClock, RecordingSender, failing_between
 
 from reach_collector.alerting.config import load_alerting
-from reach_collector.alerting.engine import AlertEngine, build_engine
-from reach_collector.alerting.history import MemoryHistory
-from reach_collector.alerting.webhook import SendOutcome
+from reach_collector.alerting.evaluation.engine import AlertEngine, build_engine
+from reach_collector.alerting.evaluation.history import MemoryHistory
+from reach_collector.alerting.notify.webhook import SendOutcome
 from reach_collector.config import ConfigError, Settings
 
 

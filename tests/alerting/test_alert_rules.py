@@ -7,8 +7,8 @@ import pytest
 from alerting_fakes import MIN, T0, ScriptedData
 
 from reach_collector.alerting.config import WORKBOOK_WINDOWS, load_alerting
-from reach_collector.alerting.data import AgentWindowStats, Heartbeat
-from reach_collector.alerting.evaluator import Evaluator
+from reach_collector.alerting.evaluation.evaluator import Evaluator
+from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.rules import (
     BurnRateRule,
     HeartbeatLostRule,

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 from alerting_fakes import MIN, T0, ScriptedData, failing_between
 
-from reach_collector.alerting.data import AgentWindowStats
-from reach_collector.alerting.evaluator import Evaluator
-from reach_collector.alerting.rules import SuccessRateRule
-from reach_collector.alerting.state import (
+from reach_collector.alerting.evaluation.evaluator import Evaluator
+from reach_collector.alerting.evaluation.state import (
     Alert,
     AlertState,
     DuplicateLabelsError,
@@ -17,6 +15,8 @@ from reach_collector.alerting.state import (
     advance,
     fingerprint,
 )
+from reach_collector.alerting.inputs.data import AgentWindowStats
+from reach_collector.alerting.rules import SuccessRateRule
 
 
 def run(evaluator: Evaluator, data: ScriptedData, minutes: range) -> dict[int, str]:

@@ -13,10 +13,10 @@ from alerting_fakes import MIN, T0, RecordingSender
 from fastapi.testclient import TestClient
 
 from reach_collector.alerting.config import load_alerting
-from reach_collector.alerting.data import Heartbeat
-from reach_collector.alerting.engine import AlertEngine
-from reach_collector.alerting.history import MemoryHistory
-from reach_collector.alerting.store_data import StoreAlertData
+from reach_collector.alerting.evaluation.engine import AlertEngine
+from reach_collector.alerting.evaluation.history import MemoryHistory
+from reach_collector.alerting.inputs.data import Heartbeat
+from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore

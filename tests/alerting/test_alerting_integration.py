@@ -213,6 +213,6 @@ def test_resolved_history_survives_a_restart(tmp_path: Path) -> None:
 
 
 def _beat(t: float) -> Any:
-    from reach_collector.alerting.data import Heartbeat
+    from reach_collector.alerting.inputs.data import Heartbeat
 
     return Heartbeat(t)

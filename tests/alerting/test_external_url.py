@@ -10,7 +10,7 @@ import pytest
 
 from reach_collector import app as app_module
 from reach_collector import server
-from reach_collector.alerting.engine import build_engine
+from reach_collector.alerting.evaluation.engine import build_engine
 from reach_collector.config import Settings
 
 

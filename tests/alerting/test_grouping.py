@@ -12,8 +12,8 @@ import pytest
 from alerting_fakes import T0, FakeClock, RecordingSender, ScriptedData
 
 from reach_collector.alerting.config import load_alerting
-from reach_collector.alerting.data import AgentWindowStats
-from reach_collector.alerting.engine import AlertEngine
+from reach_collector.alerting.evaluation.engine import AlertEngine
+from reach_collector.alerting.inputs.data import AgentWindowStats
 from reach_collector.config import ConfigError
 
 

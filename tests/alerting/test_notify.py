@@ -13,11 +13,11 @@ import pytest
 from alerting_fakes import MIN, T0, FakeClock, Receiver, RecordingSender, free_port
 
 from reach_collector.alerting.config import load_alerting
-from reach_collector.alerting.data import AgentWindowStats, Heartbeat
-from reach_collector.alerting.delivery import Backoff
-from reach_collector.alerting.engine import AlertEngine
-from reach_collector.alerting.history import MemoryHistory
-from reach_collector.alerting.webhook import HttpSender, SendOutcome
+from reach_collector.alerting.evaluation.engine import AlertEngine
+from reach_collector.alerting.evaluation.history import MemoryHistory
+from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
+from reach_collector.alerting.notify.delivery import Backoff
+from reach_collector.alerting.notify.webhook import HttpSender, SendOutcome
 
 
 class World:

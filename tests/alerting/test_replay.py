@@ -9,10 +9,10 @@ import pytest
 from alerting_fakes import MIN, T0, FakeClock, RecordingSender, ScriptedData
 
 from reach_collector.alerting.config import load_alerting
-from reach_collector.alerting.data import AgentWindowStats, Heartbeat
-from reach_collector.alerting.engine import AlertEngine
-from reach_collector.alerting.history import MemoryHistory
-from reach_collector.alerting.replay import parse_replay_request, replay
+from reach_collector.alerting.evaluation.engine import AlertEngine
+from reach_collector.alerting.evaluation.history import MemoryHistory
+from reach_collector.alerting.evaluation.replay import parse_replay_request, replay
+from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.rules import build_rules
 
 

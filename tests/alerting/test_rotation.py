@@ -9,7 +9,14 @@ from zoneinfo import ZoneInfo
 import yaml
 
 from reach_collector.alerting.config import load_alerting
-from reach_collector.alerting.rotation import Layer, Override, Schedule, next_handoff, on_call, oncall_report
+from reach_collector.alerting.oncall.rotation import (
+    Layer,
+    Override,
+    Schedule,
+    next_handoff,
+    on_call,
+    oncall_report,
+)
 
 
 def utc(text: str) -> float:

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from reach_collector.alerting.settled import MINUTE_NS, SettledMinutes, split
+from reach_collector.alerting.inputs.settled import MINUTE_NS, SettledMinutes, split
 
 S = 1_000_000_000
 M = MINUTE_NS

@@ -17,9 +17,9 @@ from alerting_live import agent_span, otlp, wait_for
 from collector_process import CollectorProcess
 
 from reach_collector.alerting.config import load_alerting
-from reach_collector.alerting.webhook import with_path
+from reach_collector.alerting.notify.webhook import with_path
 from reach_collector.config import ConfigError
-from reach_collector.redact_url import redact_url, scrub
+from reach_collector.text.redact_url import redact_url, scrub
 
 SECRET = "S3CRET"  # in every credential below: none may be shown anywhere
 

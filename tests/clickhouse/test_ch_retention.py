@@ -15,15 +15,16 @@ from ch_collectors import ENGINES, engine_store
 from ch_spans import make_request
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from reach_collector.alerting.history import Acknowledgement
-from reach_collector.alerting.state import AlertState, Transition
+from reach_collector.alerting.evaluation.history import Acknowledgement
+from reach_collector.alerting.evaluation.state import AlertState, Transition
+from reach_collector.alerting.evaluation.store_history import DuckDBHistory
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
-from reach_collector.store.alert_history import DuckDBHistory
+from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse import ClickHouseStore
-from reach_collector.store.duckdb_store import DuckDBStore, TraceFilter
+from reach_collector.store.duckdb_store import DuckDBStore
 
 HOUR = 3600 * 10**9
 DAY = 24 * HOUR

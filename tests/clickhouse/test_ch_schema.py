@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from ch_server import CLUSTER, ClickHouseServer
 
+from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse import ClickHouseStore, parse_clickhouse_url
 from reach_collector.store.clickhouse.chdb_backend import ChdbBackend
 from reach_collector.store.clickhouse.driver import StoreError
 from reach_collector.store.clickhouse.migrate import SCHEMA_VERSION
 from reach_collector.store.clickhouse.schema import HOUR_NS, SCHEMA_VERSION_DDL, TABLES, Layout
-from reach_collector.store.duckdb_store import TraceFilter
 
 pytest.importorskip("clickhouse_driver")
 

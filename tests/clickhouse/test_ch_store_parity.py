@@ -15,8 +15,9 @@ from ch_spans import make_request
 
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
+from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse import ClickHouseStore
-from reach_collector.store.duckdb_store import DuckDBStore, TraceFilter
+from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 
 NOW_NS = time.time_ns()

@@ -22,16 +22,16 @@ import pytest
 from ch_server import ClickHouseServer
 from fastapi import FastAPI
 
-from reach_collector import metrics, topology
-from reach_collector.alerting.engine import build_engine
-from reach_collector.alerting.store_data import StoreAlertData
+from reach_collector.alerting.evaluation.engine import build_engine
+from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.api.tempo import tempo_router
 from reach_collector.config import Settings
 from reach_collector.ingest.decode import PROTOBUF
 from reach_collector.ingest.fast import flatten_body
-from reach_collector.store.base import TraceStore
+from reach_collector.query import metrics, topology
+from reach_collector.store.base import TraceFilter, TraceStore
 from reach_collector.store.clickhouse.store import ClickHouseStore
-from reach_collector.store.duckdb_store import DuckDBStore, TraceFilter
+from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from collector_helpers import RunningCollector, request_with
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from reach_collector.api.auth import check, scope_for
+from reach_collector.api.otlp_grpc import start_grpc
 from reach_collector.config import Settings, check_bind
-from reach_collector.ingest.grpc_server import start_grpc
 
 PB = {"content-type": "application/x-protobuf"}
 

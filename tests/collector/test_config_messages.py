@@ -10,7 +10,7 @@ import pytest
 
 from reach_collector.alerting.config import load_alerting
 from reach_collector.config import ConfigError, load_file
-from reach_collector.windows import WindowError, parse_window
+from reach_collector.text.windows import WindowError, parse_window
 
 
 def test_a_misspelt_rule_type_is_an_unknown_type_with_the_near_name() -> None:

@@ -21,7 +21,7 @@ from mcp import Client, StdioServerParameters
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from reach_collector.printable import OneLineRecords, escape_all, escape_controls
+from reach_collector.text.printable import OneLineRecords, escape_all, escape_controls
 from reach_otel import semconv as sc
 
 FAKE_RECORD = "2026-01-01 00:00:00,000 INFO reach_collector.alerting: alert resolved: all clear"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reach_collector.durations import MAX_CHARS, DurationError, format_duration_s, parse_duration_s
-from reach_collector.windows import WindowError, parse_window
+from reach_collector.text.durations import MAX_CHARS, DurationError, format_duration_s, parse_duration_s
+from reach_collector.text.windows import WindowError, parse_window
 
 
 @pytest.mark.parametrize(

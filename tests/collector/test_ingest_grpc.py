@@ -18,8 +18,8 @@ from collector_helpers import (
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
+from reach_collector.api.otlp_grpc import start_grpc
 from reach_collector.config import Settings
-from reach_collector.ingest.grpc_server import start_grpc
 from reach_collector.ingest.writer import Writer
 from reach_collector.store.duckdb_store import DuckDBStore
 

@@ -23,7 +23,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from reach_collector.assistant import compact_tree
+from reach_collector.cli.assistant import compact_tree
 
 TOOLS = {
     "search_traces",

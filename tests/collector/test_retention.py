@@ -9,7 +9,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from reach_collector.ingest.rows import flatten
 from reach_collector.ingest.writer import Writer
 from reach_collector.retention import RetentionJob
-from reach_collector.store.duckdb_store import DuckDBStore, TraceFilter
+from reach_collector.store.base import TraceFilter
+from reach_collector.store.duckdb_store import DuckDBStore
 
 DAY_NS = 86400 * 10**9
 

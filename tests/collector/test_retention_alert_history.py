@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reach_collector.store.alert_history import DuckDBHistory
+from reach_collector.alerting.evaluation.store_history import DuckDBHistory
 from reach_collector.store.duckdb_store import DuckDBStore
 
 S = 10**9

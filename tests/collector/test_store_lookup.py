@@ -8,7 +8,8 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from reach_collector.ingest.rows import flatten
-from reach_collector.store.duckdb_store import DuckDBStore, TraceFilter
+from reach_collector.store.base import TraceFilter
+from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 
 TRACE = bytes(range(1, 17))

@@ -23,11 +23,11 @@ from servers import ServerThread
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.ingest.rows import flatten
+from reach_collector.query.views import dumps, trace_body, trace_json
 from reach_collector.store import span_rows
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_collector.store.schema import SPAN_NAMES
 from reach_collector.store.span_rows import SpanRows
-from reach_collector.views import dumps, trace_body, trace_json
 from reach_otel import semconv as sc
 
 T0 = 1_700_000_000_123_456_789

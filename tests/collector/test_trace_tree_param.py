@@ -10,7 +10,7 @@ import pytest
 from collector_helpers import RunningCollector, multi_agent_trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from reach_collector.views import trace_json
+from reach_collector.query.views import trace_json
 
 
 @pytest.fixture

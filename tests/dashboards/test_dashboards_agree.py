@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
+from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.alerting.rules import HeartbeatLostRule, LatencyRule, SuccessRateRule
-from reach_collector.alerting.store_data import StoreAlertData
 from reach_otel import semconv as sc
 
 TURNS = 16

@@ -14,7 +14,7 @@ from metrics_helpers import Served
 
 from reach_collector.app import create_app
 from reach_collector.config import Settings
-from reach_collector.exposition import Exposition, metrics_endpoint
+from reach_collector.exposition.registry import Exposition, metrics_endpoint
 from reach_collector.store.duckdb_store import DuckDBStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))

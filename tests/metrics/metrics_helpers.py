@@ -13,7 +13,7 @@ import duckdb
 import httpx
 import pyarrow as pa
 
-from reach_collector.exposition import Exposition
+from reach_collector.exposition.registry import Exposition
 from reach_collector.store import schema
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc

@@ -12,8 +12,8 @@ from metrics_helpers import NOW_NS, new_span_id, new_trace_id, span, table, writ
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reach_collector import metrics
-from reach_collector.exposition import DURATION_BUCKETS, HOP_BUCKETS, Exposition
+from reach_collector.exposition.registry import DURATION_BUCKETS, HOP_BUCKETS, Exposition
+from reach_collector.query import metrics
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 

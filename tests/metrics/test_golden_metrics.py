@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from metrics_helpers import NOW_NS, new_span_id, new_trace_id, span, write
 
-from reach_collector import metrics
+from reach_collector.query import metrics
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 

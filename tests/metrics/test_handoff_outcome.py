@@ -32,8 +32,8 @@ import reach_otel
 from reach_collector.app import create_app
 from reach_collector.cli.render import span_label
 from reach_collector.config import Settings
-from reach_collector.handoff_counts import HandoffCounts
-from reach_collector.handoff_outcome import is_recorded, recorded_sql
+from reach_collector.exposition.handoff_counts import HandoffCounts
+from reach_collector.query.handoff_outcome import is_recorded, recorded_sql
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 from reach_otel.config import load_settings

@@ -11,9 +11,9 @@ from metrics_helpers import NOW_NS, new_span_id, new_trace_id, span, table, writ
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reach_collector import metrics
-from reach_collector.exposition import Exposition
-from reach_collector.llm_owners import LLMCalls, LLMOwners
+from reach_collector.exposition.llm_owners import LLMCalls, LLMOwners
+from reach_collector.exposition.registry import Exposition
+from reach_collector.query import metrics
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from topology_helpers import App, Collector
 
-from reach_collector.alerting.state import iso
+from reach_collector.alerting.evaluation.state import iso
 from reach_collector.config import ConfigError, from_mapping
 from reach_otel import semconv as sc
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from topology_helpers import App, Collector
 
-from reach_collector.alerting.drift import cycle_through
-from reach_collector.alerting.state import iso
+from reach_collector.alerting.evaluation.state import iso
+from reach_collector.alerting.rules.drift import cycle_through
 from reach_collector.config import from_mapping
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "alerting"))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from topology_helpers import App, Collector
 
-from reach_collector.alerting.state import iso
+from reach_collector.alerting.evaluation.state import iso
 from reach_collector.config import from_mapping
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "alerting"))

@@ -12,7 +12,7 @@ from typing import Protocol, TypeVar
 
 from reach_collector.alerting.evaluation.state import Sample, iso
 from reach_collector.alerting.inputs.data import AgentWindowStats, AlertData
-from reach_collector.durations import format_duration_s
+from reach_collector.text.durations import format_duration_s
 
 __all__ = ["K", "Rule"]
 

@@ -13,7 +13,7 @@ from reach_collector.alerting.config import (
 from reach_collector.alerting.evaluation.state import Sample
 from reach_collector.alerting.inputs.data import AlertData
 from reach_collector.alerting.rules.base import K, _error_traces, _golden, _labels
-from reach_collector.durations import format_duration_s
+from reach_collector.text.durations import format_duration_s
 
 __all__ = ["BurnRateRule", "burning"]
 

@@ -15,7 +15,7 @@ from reach_collector.alerting.config import (
 from reach_collector.alerting.evaluation.state import Sample, iso
 from reach_collector.alerting.inputs.data import AlertData
 from reach_collector.alerting.rules.base import _enough, _error_traces, _golden, _labels, _since
-from reach_collector.durations import format_duration_s
+from reach_collector.text.durations import format_duration_s
 
 __all__ = ["HeartbeatLostRule", "LatencyRule", "SuccessRateRule", "agent_statuses"]
 

@@ -141,6 +141,7 @@ class BlockingStore:
 
     def __init__(self, inner: DuckDBStore) -> None:
         self.inner = inner
+        self.write_profile = inner.write_profile
         self.gate = threading.Event()
         self.entered = threading.Event()
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from reach_collector.ingest.writer import QueueFull, Writer
+from reach_collector.store.base import WriteProfile
 from reach_collector.store.duckdb_store import DuckDBStore
 from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA
 
@@ -27,8 +28,7 @@ class GatedStore:
     many ran at once, and refuses a batch holding a span named ``bad``."""
 
     def __init__(self, concurrent_writes: int = 2, group_commit_s: float = 0.0) -> None:
-        self.concurrent_writes = concurrent_writes
-        self.group_commit_s = group_commit_s
+        self.write_profile = WriteProfile(concurrent_writes=concurrent_writes, group_commit_s=group_commit_s)
         self.cond = threading.Condition()
         self.active = 0
         self.most_at_once = 0
@@ -224,6 +224,7 @@ class RecordingStore:
 
     def __init__(self, inner: DuckDBStore) -> None:
         self.inner = inner
+        self.write_profile = inner.write_profile
         self.lock = threading.Lock()
         self.active = 0
         self.most_at_once = 0

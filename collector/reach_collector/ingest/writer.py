@@ -20,14 +20,17 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from reach_collector.store.base import WriteProfile
+
 log = logging.getLogger(__name__)
 
 
 class SpanSink(Protocol):
-    """What the writer needs from a store. A store may also declare ``concurrent_writes: int``,
-    how many commits it takes at once from as many threads (absent: 1, the one writer thread):
-    ``write`` is then called from several threads at a time, and ``call`` tasks may run beside a
-    commit."""
+    """What the writer needs from a store: ``write`` and ``maintain``, and how it takes commits
+    (``write_profile``): with ``concurrent_writes`` over 1, ``write`` is called from several
+    threads at a time, and ``call`` tasks may run beside a commit."""
+
+    write_profile: WriteProfile
 
     def write(self, table: pa.Table, parts: pa.Table) -> None: ...
 
@@ -107,10 +110,9 @@ class Writer:
         # store's, else 4096), since each commit also costs the store a fixed amount (ClickHouse:
         # a part, its files and later a merge, whatever its size) — small overlapping commits
         # would spend the CPU on that instead of on rows.
-        self.concurrency = max(1, int(getattr(store, "concurrent_writes", 1)))
-        self._commit_spans = (
-            commit_spans if commit_spans is not None else int(getattr(store, "commit_spans", 4096))
-        )
+        profile = store.write_profile
+        self.concurrency = max(1, profile.concurrent_writes)
+        self._commit_spans = commit_spans if commit_spans is not None else profile.commit_spans
         self._committing = 0
         # A store whose every commit costs a fixed amount (``group_commit_s``, ClickHouse) has a
         # commit of less than a commit's worth wait up to that long for more requests while
@@ -118,7 +120,7 @@ class Writer:
         # and requests keep arriving (none for ``arrival_gap_s``: all that were coming are in):
         # those just acknowledged come back within a few ms, and one commit takes them all. A
         # lone exporter's request never waits.
-        self._hold = float(getattr(store, "group_commit_s", 0.0))
+        self._hold = profile.group_commit_s
         self._gap = arrival_gap_s
         self._last_arrival = 0.0
         self._threads = [

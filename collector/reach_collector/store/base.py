@@ -10,7 +10,7 @@ from typing import Any, NamedTuple, Protocol
 
 import pyarrow as pa
 
-__all__ = ["Heartbeat", "TraceFilter", "TraceStore"]
+__all__ = ["Heartbeat", "TraceFilter", "TraceStore", "WriteProfile"]
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,24 @@ class Heartbeat(NamedTuple):
     stopped: bool = False
 
 
+@dataclass(frozen=True)
+class WriteProfile:
+    """How a store takes commits, declared by the store and read by the ingest writer.
+
+    ``concurrent_writes``: commits it takes at once, each from its own thread (1: the one writer
+    thread). ``commit_spans``: a commit's worth of rows; while one commit runs, another starts only
+    once that many wait. ``group_commit_s``: a commit of less than a commit's worth waits up to this
+    long for the requests of exporters just acknowledged (a store whose every commit has a fixed
+    cost); 0 never waits."""
+
+    concurrent_writes: int = 1
+    commit_spans: int = 4096
+    group_commit_s: float = 0.0
+
+
 class TraceStore(Protocol):
     dialect: str  # "duckdb" or "clickhouse": which SQL ``query`` takes
+    write_profile: WriteProfile  # how it takes commits (ingest.writer)
     # An SQL source of (trace_id, first_start_ns, last_end_ns) rows, one or more per trace: a
     # trace's time range is the min and max over its rows.
     trace_bounds: str
@@ -63,5 +79,7 @@ class TraceStore(Protocol):
     def last_api_heartbeats(self, now_ns: int, lookback_s: float) -> dict[str, Heartbeat]: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def describe(self) -> str: ...  # where the data lives, for the startup line (never a password)
 
     def close(self) -> None: ...

@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from reach_collector.store import span_rows
-from reach_collector.store.base import Heartbeat, TraceFilter
+from reach_collector.store.base import Heartbeat, TraceFilter, WriteProfile
 from reach_collector.store.schema import (
     ADD_TRACE_KEY,
     AUX_COLUMNS,
@@ -54,6 +54,7 @@ class DuckDBStore:
     """Spans and the trace lookup table in one DuckDB database (a file, or ``:memory:``)."""
 
     dialect = "duckdb"  # the SQL the query modules speak to it (reach_collector.store.dialect)
+    write_profile = WriteProfile()  # one writer thread: DuckDB takes one commit at a time
     trace_bounds = (
         "(SELECT trace_id, first_start_ns, last_end_ns FROM traces"
         " UNION ALL SELECT trace_id, first_start_ns, last_end_ns FROM trace_parts)"
@@ -403,6 +404,12 @@ class DuckDBStore:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Read-only helper for other collector modules (metrics); callers bind every value."""
         return self._cursor().execute(sql, list(params)).fetchall()
+
+    def describe(self) -> str:
+        """Where the data lives, for the startup line."""
+        if self.path == MEMORY:
+            return "in memory (nothing is kept after exit)"
+        return str(Path(self.path).resolve())
 
     def close(self) -> None:
         if self._closed:

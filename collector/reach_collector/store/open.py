@@ -5,7 +5,6 @@ lives without a password."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from reach_collector.config import Settings
 from reach_collector.store.base import TraceStore
@@ -26,11 +25,10 @@ def open_store(settings: Settings) -> TraceStore:
     return DuckDBStore(settings.db, memory_limit=settings.memory_limit, threads=settings.threads)
 
 
-def describe_store(settings: Settings, store: Any = None) -> str:
+def describe_store(settings: Settings, store: TraceStore | None = None) -> str:
     """Where the data lives, for the startup line (never a password)."""
-    describe = getattr(store, "describe", None)
-    if callable(describe):
-        return str(describe())
+    if store is not None:
+        return store.describe()
     if is_clickhouse_url(settings.db):
         return parse_clickhouse_url(settings.db).display()
     if settings.db == MEMORY:

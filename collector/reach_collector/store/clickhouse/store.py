@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reach_collector.store.alert_tables import open_episode_keys
-from reach_collector.store.base import Heartbeat, TraceFilter
+from reach_collector.store.base import Heartbeat, TraceFilter, WriteProfile
 from reach_collector.store.clickhouse import reads
 from reach_collector.store.clickhouse.bind import bind
 from reach_collector.store.clickhouse.convert import insert_columns
@@ -58,9 +58,7 @@ class ClickHouseStore:
     # files, then merges) whatever its size — ≈ 20 ms of its CPU, as much as ≈ 5 000 rows' own
     # (measured) — so a commit is worth it from 8192 spans, and smaller ones wait up to 30 ms for
     # the requests of exporters just acknowledged.
-    concurrent_writes = 2
-    commit_spans = 8192
-    group_commit_s = 0.030
+    write_profile = WriteProfile(concurrent_writes=2, commit_spans=8192, group_commit_s=0.030)
     # the lookup's states merged per trace (store.base.TraceStore.trace_bounds)
     trace_bounds = (
         "(SELECT trace_id, minMerge(first_start_ns) AS first_start_ns,"

@@ -243,10 +243,10 @@ class Exposition(Collector):
     def _load_heartbeats(self) -> None:
         """The persisted ``POST /api/heartbeats`` table, read once at start: an agent lost before a
         restart keeps its series (so Prometheus's P2 stays firing), a stopped one stays away."""
-        last = getattr(self._store, "last_api_heartbeats", None)
-        if last is None:
+        if self._store is None:
             return
-        for agent_id, beat in last(int(self._clock() * 1_000_000_000), self._lookback_s).items():
+        now_ns = int(self._clock() * 1_000_000_000)
+        for agent_id, beat in self._store.last_api_heartbeats(now_ns, self._lookback_s).items():
             self._heartbeat(agent_id, beat.last_seen, beat.stopped)
 
     # --- setters for other owners ---------------------------------------------------------------
@@ -332,13 +332,13 @@ class Exposition(Collector):
             counter = CounterMetricFamily("reach_collector_spans_stored", "Spans committed to the store.")
             counter.add_metric([], stored())
             out.append(counter)
-        memory_bytes = getattr(self._store, "memory_bytes", None)
-        if callable(memory_bytes):
+        held = self._store.memory_bytes() if self._store is not None else None
+        if held is not None:
             gauge = GaugeMetricFamily(
                 "reach_collector_duckdb_memory_bytes",
                 "Memory DuckDB holds (buffer pool and allocations; capped by storage.memory_limit).",
             )
-            gauge.add_metric([], float(memory_bytes()))
+            gauge.add_metric([], float(held))
             out.append(gauge)
         return out
 
@@ -473,8 +473,7 @@ class Exposition(Collector):
             for agent_id, seen in spans.items():
                 with self._lock:
                     heartbeats[self._agent_id(agent_id)] = seen
-            posted = getattr(self._store, "last_api_heartbeats", None)
-            for agent_id, beat in (posted(now_ns, self._lookback_s) if callable(posted) else {}).items():
+            for agent_id, beat in self._store.last_api_heartbeats(now_ns, self._lookback_s).items():
                 # As the collector's P2 (StoreAlertData): a POST later than the last span wins.
                 if beat.service and beat.last_seen > spans.get(agent_id, float("-inf")):
                     with self._lock:

@@ -82,4 +82,6 @@ class TraceStore(Protocol):
 
     def describe(self) -> str: ...  # where the data lives, for the startup line (never a password)
 
+    def memory_bytes(self) -> int | None: ...  # what an embedded store holds in memory; None: a server
+
     def close(self) -> None: ...

@@ -102,6 +102,10 @@ class ClickHouseStore:
         self._closed = False
         self.server_version = str(self._backend.execute("SELECT version()")[0][0])
 
+    def memory_bytes(self) -> None:
+        """The server's memory is its own (ClickHouse's system tables show it): nothing here."""
+        return None
+
     def describe(self) -> str:
         """Where the data lives, for the startup line: the URL without its password, the server's
         version, the schema's, and in a cluster how many servers hold the shards."""

@@ -278,10 +278,6 @@ class TelemetryHandler:
         inv.ctx = otel_context.set_value(_LLM_KEY, inv, inv.ctx)
         return inv
 
-    def in_llm_span(self) -> bool:
-        """True inside an LLM span reach_otel opened: instrumentations must not wrap the call again."""
-        return current_llm() is not None
-
     @safe
     def start_tool(
         self, name: str, *, call_id: str | None = None, description: str | None = None

@@ -41,7 +41,6 @@ def child_env(
     env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *inherited])
     env["REACH_OTEL_AUTO"] = "1"
     env[ANNOUNCE_ENV] = "1"
-    env.pop("_REACH_OTEL_AUTO_STARTED", None)  # the pid guard of older versions, which exec kept
     if args.service_name:
         env["OTEL_SERVICE_NAME"] = args.service_name
     elif "OTEL_SERVICE_NAME" not in env or env["OTEL_SERVICE_NAME"] == env.get(_DERIVED_ENV):

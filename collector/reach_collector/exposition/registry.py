@@ -271,11 +271,6 @@ class Exposition(Collector):
             self._received += received
             self._rejected += rejected
 
-    def set_latency_thresholds(self, thresholds_ms: Mapping[str, float]) -> None:
-        """Per-agent P99 thresholds (config ``alerting.thresholds``, ms), exported for the P1 rule."""
-        with self._lock:
-            self._thresholds = dict(thresholds_ms)
-
     def set_queue_depth(self, spans: int | Callable[[], int]) -> None:
         """Spans waiting to be committed: a number, or a callback read at scrape."""
         with self._lock:

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 import urllib.request
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -229,6 +230,21 @@ def _default_queue_size() -> int | None:
     return None if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") else DEFAULT_MAX_QUEUE_SIZE
 
 
+def sdk_queue(processor: Any) -> deque[Any] | None:
+    """The SDK batcher's bounded deque of ended spans (new on the left, oldest on the right): a
+    ``BatchProcessor``'s ``_queue`` from opentelemetry-sdk 1.34, the processor's own ``queue``
+    before. None, said once at WARNING, for a layout neither: its drops then go uncounted."""
+    batcher = getattr(processor, "_batch_processor", None)
+    for queue in (getattr(batcher, "_queue", None), getattr(processor, "queue", None)):
+        if isinstance(queue, deque):
+            return queue
+    logger.warning(
+        "reach_otel: this opentelemetry-sdk keeps its span queue where reach_otel does not look; "
+        "spans it drops when the queue is full are not counted in dropped_spans()"
+    )
+    return None
+
+
 class ReachBatchSpanProcessor(BatchSpanProcessor):
     """The SDK's batching processor (export off the hot path) with a burst-proof queue that counts drops.
 
@@ -242,9 +258,8 @@ class ReachBatchSpanProcessor(BatchSpanProcessor):
         self.exporter = exporter
         self.queue_dropped = 0
         self._drop_lock = threading.Lock()
-        batcher = getattr(self, "_batch_processor", None)
-        self._queue = getattr(batcher, "_queue", None)
-        maxlen = getattr(self._queue, "maxlen", None)
+        self._queue = sdk_queue(self)
+        maxlen = self._queue.maxlen if self._queue is not None else None
         self._max = maxlen if isinstance(maxlen, int) else None
         self._outage_max = min(OUTAGE_QUEUE_SIZE, self._max) if self._max is not None else None
         self._closed = False

@@ -1,8 +1,7 @@
 """Prometheus ``/metrics`` on the collector's own registry (never the global one).
 
 Counters and histograms are folded in per committed ingest batch (``observe_commit``, from the
-stats the decoder folded), off the acknowledgement path: the batch is handed to a ``Forwarder``
-whose thread folds it, and a scrape waits for what was committed before it; handoffs are counted once
+stats the decoder folded, so the writer pays per group, not per span); handoffs are counted once
 with their final outcome by ``HandoffCounts`` (SPEC §11); an LLM span without an agent attribute
 (other instrumentations') is counted under its nearest agent ancestor once ``LLMOwners`` knows it,
 as the API attributes it; cost is priced at ingest from the configured table. Per-agent window
@@ -31,7 +30,6 @@ from prometheus_client.registry import Collector
 
 from reach_collector.exposition._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_family
 from reach_collector.exposition.batch_stats import DURATION_BUCKETS, BatchStats, stats_of
-from reach_collector.exposition.forwarder import Forwarder
 from reach_collector.exposition.handoff_counts import HandoffCounts, Outcome
 from reach_collector.exposition.llm_owners import LLMOwners, Owned
 from reach_collector.exposition.service_graph import ServiceGraph
@@ -51,10 +49,6 @@ _MODES: Final = frozenset({"delegate", "consult", "takeover", "escalate", "pass_
 _ALERT_STATES: Final = frozenset({"pending", "firing"})
 _PENDING_TRACES: Final = 100_000  # traces whose root has not arrived yet, for the hop histogram
 _LLM: Final = frozenset(sc.LLM_OPERATIONS)
-# Committed batches waiting for the bookkeeping thread; one more is dropped and counted. Each holds
-# only references to rows already in memory.
-_MAX_PENDING_BATCHES: Final = 4096
-_DRAIN_S: Final = 5.0  # how long a scrape waits for the batches committed before it
 
 
 class Exposition(Collector):
@@ -90,9 +84,6 @@ class Exposition(Collector):
         self._service_graph = ServiceGraph(self._agent)  # the same handoffs as Grafana's service graph
         # LLM calls without an agent attribute wait for their agent ancestor as long as handoffs do.
         self._llm_owners = LLMOwners(store, clock, timeout_s=handoff_timeout_s)
-        self._forward: Forwarder[tuple[pa.Table, Sequence[BatchStats | None]]] = Forwarder(
-            self._fold, max_pending=_MAX_PENDING_BATCHES, name="reach-collector-exposition"
-        )
         self._prices = PriceTable(prices)
         self._cost: dict[tuple[str, str], float] = {}
         self._loops: dict[str, int] = {}
@@ -118,22 +109,14 @@ class Exposition(Collector):
 
     # --- ingest: one call per committed batch ---------------------------------------------------
     def observe(self, table: pa.Table) -> None:
-        """Fold one committed batch of span rows (store.schema columns) into the series; returns
-        once it is folded."""
+        """Fold one committed batch of span rows (store.schema columns) into the series."""
         self.observe_commit(table, ())
-        self._forward.drain(_DRAIN_S)
 
     def observe_commit(self, table: pa.Table, stats: Sequence[BatchStats | None]) -> None:
         """One commit: its rows and the stats of each request in it (built while decoding, in
-        arrival order), handed to the bookkeeping thread; never waits (the writer's thread calls
-        it before the acknowledgements)."""
-        if table.num_rows:
-            self._forward.submit((table, stats))
-
-    def _fold(self, item: tuple[pa.Table, Sequence[BatchStats | None]]) -> None:
-        """On the forwarder's thread, one batch at a time: without stats for every request the
-        rows are read instead."""
-        table, stats = item
+        arrival order). Without stats for every request the rows are read instead."""
+        if not table.num_rows:
+            return
         if not stats or any(s is None for s in stats):
             stats = [stats_of(zip(*(c.to_pylist() for c in table.columns), strict=True))]
         outcomes = self._handoff_counts.observe(table)  # may query the store: outside the lock
@@ -296,7 +279,6 @@ class Exposition(Collector):
 
     # --- scrape -----------------------------------------------------------------------------------
     def collect(self) -> Iterable[Metric]:
-        self._forward.drain(_DRAIN_S)  # every batch acknowledged before this scrape is counted
         window = self._window_gauges()
         store = self._store_gauges()
         settled = self._handoff_counts.expire()  # pending past the timeout: settled before showing
@@ -397,12 +379,6 @@ class Exposition(Collector):
         rejected = CounterMetricFamily("reach_collector_spans_rejected", "Spans rejected at ingest.")
         rejected.add_metric([], self._rejected)
         yield rejected
-        skipped = CounterMetricFamily(
-            "reach_collector_metrics_batches_dropped",
-            "Committed batches /metrics did not count: its bookkeeping queue was full (stored all the same).",
-        )
-        skipped.add_metric([], self._forward.dropped)
-        yield skipped
         yield histogram_family(
             "reach_collector_write_seconds", "Commit latency of one span batch.", [], WRITE_BUCKETS,
             {(): self._writes},

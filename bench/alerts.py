@@ -22,7 +22,11 @@ from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from functools import partial
+
 import metrics as spans_bench  # the sibling benchmark's span generator
+
+from reach_collector.query.heartbeats import last_posted
 
 S = 1_000_000_000
 N_AGENTS = 50
@@ -45,7 +49,7 @@ def _heartbeats(store: DuckDBStore, now_ns: int) -> int:
 def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     store = spans_bench.served_store(db)
     out: dict[str, Any] = {"spans": store.count_spans(), "heartbeat rows": _heartbeats(store, now_ns)}
-    data = StoreAlertData(store, api_heartbeats=store.last_api_heartbeats)
+    data = StoreAlertData(store, api_heartbeats=partial(last_posted, store))
     engine = build_engine(Settings(db=str(db)), data)
     now = now_ns / S
     transitions = engine.evaluator.evaluate(now, data)

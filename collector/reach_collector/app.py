@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
+from functools import partial
 
 import pyarrow as pa
 from fastapi import FastAPI, Request
@@ -37,6 +38,7 @@ from reach_collector.exposition.registry import Exposition, metrics_endpoint
 from reach_collector.ingest.pool import workers_rss_bytes
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer
+from reach_collector.query.heartbeats import last_posted
 from reach_collector.retention import RetentionJob
 from reach_collector.store.base import TraceStore
 from reach_collector.store.clickhouse.driver import StoreError
@@ -92,7 +94,7 @@ def create_app(
             settings,
             StoreAlertData(
                 store,
-                api_heartbeats=store.last_api_heartbeats,
+                api_heartbeats=partial(last_posted, store),
                 prices=settings.prices,
                 retention_s=settings.retention_s,  # what retention may delete is never read from cache
             ),

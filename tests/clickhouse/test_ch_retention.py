@@ -22,6 +22,7 @@ from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
+from reach_collector.query.heartbeats import last_posted
 from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse import ClickHouseStore
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -84,7 +85,7 @@ def test_old_partitions_dropped_young_ones_kept(store: ClickHouseStore, tmp_path
     duck.close()
     found = {t["trace_id"] for t in store.search(TraceFilter(limit=100))}
     assert found == {*young_ids, running_id}
-    assert set(store.last_api_heartbeats(now, 7 * 86400)) == {"young-agent"}
+    assert set(last_posted(store, now, 7 * 86400)) == {"young-agent"}
     # Nothing left to drop: a second run drops nothing.
     assert store.delete_older_than(now - 2 * HOUR) == 0
 

@@ -11,6 +11,7 @@ from ch_collectors import start_in_process
 from ch_server import ClickHouseServer
 from ch_spans import make_request
 
+from reach_collector.query.heartbeats import last_posted
 from reach_collector.store.clickhouse import ClickHouseStore
 
 
@@ -37,7 +38,7 @@ def test_two_collectors_one_database(clickhouse: ClickHouseServer, ch_database: 
             f"{a.url}/api/heartbeats", json={"agent_id": "agent-7", "service": "svc-a"}, timeout=10
         )
         assert beat.status_code == 202, beat.text
-        seen = b.store.last_api_heartbeats(time.time_ns(), 60)
+        seen = last_posted(b.store, time.time_ns(), 60)
         assert seen["agent-7"].service == "svc-a"
 
         row = (now, "HighLatency", "warning", "fp-1", "{}", "inactive", "firing", 1.5, "{}", now, now, None)

@@ -15,6 +15,7 @@ from ch_spans import make_request
 
 from reach_collector.ingest.decode import PROTOBUF, parse
 from reach_collector.ingest.rows import flatten
+from reach_collector.query.heartbeats import last_posted
 from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse import ClickHouseStore
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -124,8 +125,8 @@ def test_heartbeats(stores: tuple[DuckDBStore, ClickHouseStore, list[str]]) -> N
     ]
     for store in (duck, ch):
         store.append("heartbeats", rows)
-    assert ch.last_api_heartbeats(NOW_NS, 60) == duck.last_api_heartbeats(NOW_NS, 60)
-    assert set(ch.last_api_heartbeats(NOW_NS, 60)) == {"agent-a", "agent-b"}
+    assert last_posted(ch, NOW_NS, 60) == last_posted(duck, NOW_NS, 60)
+    assert set(last_posted(ch, NOW_NS, 60)) == {"agent-a", "agent-b"}
 
 
 def test_query_binds_parameters(stores: tuple[DuckDBStore, ClickHouseStore, list[str]]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ from reach_collector.api.tempo import tempo_router
 from reach_collector.config import Settings
 from reach_collector.ingest.decode import PROTOBUF
 from reach_collector.ingest.fast import flatten_body
-from reach_collector.query import metrics, topology
+from reach_collector.query import heartbeats, metrics, topology
+from reach_collector.query.heartbeats import last_posted
 from reach_collector.store.base import TraceFilter, TraceStore
 from reach_collector.store.clickhouse.store import ClickHouseStore
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -183,7 +185,7 @@ CALLS["agents 300s"] = lambda s: metrics.agents(s, NOW_NS, 300, PRICES)
 CALLS["agents 1h"] = lambda s: metrics.agents(s, NOW_NS, 3600, PRICES)
 CALLS["agents empty window"] = lambda s: metrics.agents(s, NOW_NS - 30 * 86400 * S, 300, PRICES)
 CALLS["agent_window_stats"] = lambda s: metrics.agent_window_stats(s, NOW_NS, 300)
-CALLS["last_heartbeats"] = lambda s: metrics.last_heartbeats(s, NOW_NS)
+CALLS["last_heartbeats"] = lambda s: heartbeats.last_heartbeats(s, NOW_NS)
 CALLS["trace_lookback"] = lambda s: metrics.trace_lookback(s, NOW_NS - 300 * S, NOW_NS)
 for _window in (300, 3600):
     CALLS[f"topology {_window}s"] = lambda s, w=_window: topology.topology(s, NOW_NS, w, PRICES)
@@ -272,7 +274,7 @@ REPLAY_RULES: dict[str, Any] = {
 def _replay(store: TraceStore) -> dict[str, Any]:
     alerting = {"interval": "15s", "rules": REPLAY_RULES}
     settings = Settings(sections={"alerting": alerting}, prices=PRICES)
-    data = StoreAlertData(store, api_heartbeats=store.last_api_heartbeats, prices=PRICES)
+    data = StoreAlertData(store, api_heartbeats=partial(last_posted, store), prices=PRICES)
     engine = build_engine(settings, data, clock=lambda: NOW_NS / S)
     return engine.replay(NOW_NS / S - 900, NOW_NS / S, 15).to_dict()
 
@@ -292,5 +294,5 @@ def test_the_scenario_is_not_empty(duck: TraceStore) -> None:
     agents = metrics.agents(duck, NOW_NS, 300, PRICES)
     assert agents["handoffs"]["total"] >= 13 and agents["loops"]["traces_with_loop"] >= 1
     assert any(a["agent"] == "C" and a["input_tokens"] >= 300 for a in agents["agents"])  # walked
-    assert metrics.last_heartbeats(duck, NOW_NS)
+    assert heartbeats.last_heartbeats(duck, NOW_NS)
     _ = new_span_id  # the helpers' ids keep counting across modules

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -29,6 +30,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.alerting.rules import HeartbeatLostRule, LatencyRule, SuccessRateRule
+from reach_collector.query.heartbeats import last_posted
 from reach_otel import semconv as sc
 
 TURNS = 16
@@ -205,7 +207,7 @@ def test_panels_and_rules_agree_with_the_collector(
 
     # The rules' alerts are the collector's own: same labels (empty ones dropped, as Prometheus and
     # Alertmanager do), same unit.
-    data = StoreAlertData(collector.store, api_heartbeats=collector.store.last_api_heartbeats)
+    data = StoreAlertData(collector.store, api_heartbeats=partial(last_posted, collector.store))
     now = time.time()
     rules = {
         "ReachSuccessRateLow": SuccessRateRule(),

@@ -17,7 +17,7 @@ from reach_collector.alerting.evaluation.engine import AlertEngine
 from reach_collector.api._body import json_object
 from reach_collector.exposition.registry import Exposition
 from reach_collector.ingest.writer import Writer, WriterClosed
-from reach_collector.query.agents import fill_services
+from reach_collector.query.heartbeats import fill_services
 from reach_collector.store.base import TraceStore
 
 __all__ = [

@@ -34,6 +34,7 @@ from reach_collector.exposition.handoff_counts import HandoffCounts, Outcome
 from reach_collector.exposition.llm_owners import LLMOwners, Owned
 from reach_collector.exposition.service_graph import ServiceGraph
 from reach_collector.query import metrics
+from reach_collector.query.heartbeats import last_heartbeats, last_posted
 from reach_collector.query.pricing import PriceTable
 from reach_collector.store.base import TraceStore
 from reach_otel import handoff_state
@@ -229,7 +230,7 @@ class Exposition(Collector):
         if self._store is None:
             return
         now_ns = int(self._clock() * 1_000_000_000)
-        for agent_id, beat in self._store.last_api_heartbeats(now_ns, self._lookback_s).items():
+        for agent_id, beat in last_posted(self._store, now_ns, self._lookback_s).items():
             self._heartbeat(agent_id, beat.last_seen, beat.stopped)
 
     # --- setters for other owners ---------------------------------------------------------------
@@ -440,11 +441,11 @@ class Exposition(Collector):
                     success.add_metric(labels, (calls - stats["errors"]) / calls)
                 if stats["p99_ms"] is not None:
                     p99.add_metric(labels, stats["p99_ms"] / 1000.0)
-            spans = metrics.last_heartbeats(self._store, now_ns, self._lookback_s)
+            spans = last_heartbeats(self._store, now_ns, self._lookback_s)
             for agent_id, seen in spans.items():
                 with self._lock:
                     heartbeats[self._agent_id(agent_id)] = seen
-            for agent_id, beat in self._store.last_api_heartbeats(now_ns, self._lookback_s).items():
+            for agent_id, beat in last_posted(self._store, now_ns, self._lookback_s).items():
                 # As the collector's P2 (StoreAlertData): a POST later than the last span wins.
                 if beat.service and beat.last_seen > spans.get(agent_id, float("-inf")):
                     with self._lock:

@@ -26,7 +26,6 @@ __all__ = [
     "agent_window_stats",
     "agents",
     "golden",
-    "last_heartbeats",
     "timeseries",
     "trace_lookback",
 ]
@@ -202,18 +201,6 @@ def agent_window_stats(store: TraceStore, now_ns: int, window_s: float) -> dict[
         }
         for agent, calls, errors, p99 in sorted(rows, key=lambda r: r[0])
     }
-
-
-def last_heartbeats(store: TraceStore, now_ns: int, lookback_s: float = 86400.0) -> dict[str, float]:
-    """Agent id → unix seconds of its last OTLP heartbeat span ending in ``(now − lookback, now]``."""
-    lo, hi = _window(now_ns, lookback_s)
-    agent_id, key = dialect_of(store).attr("attributes", sc.GEN_AI_AGENT_ID)
-    rows = store.query(
-        f"SELECT agent_id, max(end_ns) FROM (SELECT {agent_id} AS agent_id, end_ns FROM spans "
-        "WHERE end_ns > ? AND end_ns <= ? AND name = ?) WHERE agent_id IS NOT NULL GROUP BY agent_id",
-        [*key, lo, hi, sc.HEARTBEAT_SPAN_NAME],
-    )
-    return {agent: int(end) / _NS for agent, end in rows}
 
 
 def agents(

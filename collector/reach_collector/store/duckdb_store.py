@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from reach_collector.store import span_rows
-from reach_collector.store.base import Heartbeat, TraceFilter, WriteProfile
+from reach_collector.store.base import TraceFilter, WriteProfile
 from reach_collector.store.schema import (
     ADD_TRACE_KEY,
     AUX_COLUMNS,
@@ -251,23 +251,6 @@ class DuckDBStore:
             raise
 
     # --- reading (any thread) -------------------------------------------------------------------
-    def last_api_heartbeats(self, now_ns: int, lookback_s: float) -> dict[str, Heartbeat]:
-        """Agent id → its last ``POST /api/heartbeats`` in ``(now − lookback, now]`` (stopped when
-        that last one said so)."""
-        rows = (
-            self._cursor()
-            .execute(
-                "SELECT agent_id, max(time_ns), arg_max(service, time_ns), "
-                "arg_max(coalesce(status, 'live'), time_ns) "
-                "FROM heartbeats WHERE time_ns > ? AND time_ns <= ? GROUP BY agent_id",
-                [now_ns - int(lookback_s * 1_000_000_000), now_ns],
-            )
-            .fetchall()
-        )
-        return {
-            agent: Heartbeat(int(t) / 1e9, service, status == "stopped") for agent, t, service, status in rows
-        }
-
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
         if cur is None:

@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping
 from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.inputs.topology_windows import DEFAULT_SETTLE_S, EdgeWindows, SpendWindows
 from reach_collector.query import topology
-from reach_collector.query.metrics import agent_window_stats, last_heartbeats
+from reach_collector.query.heartbeats import last_heartbeats
+from reach_collector.query.metrics import agent_window_stats
 from reach_collector.store.base import TraceStore
 
 __all__ = ["StoreAlertData"]

@@ -10,7 +10,7 @@ from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse.schema import BUCKET_NS, HOUR_NS, TRACE_AGGREGATES, Layout
 from reach_collector.store.schema import SPAN_NAMES, TRACE_COLUMNS
 
-__all__ = ["bounds_sql", "heartbeats_sql", "search_sql", "span_row", "spans_sql", "summary_row"]
+__all__ = ["bounds_sql", "search_sql", "span_row", "spans_sql", "summary_row"]
 
 _MERGE: Final = {name: merge for name, _, _, merge in TRACE_AGGREGATES}
 # Aliases unlike the columns: ClickHouse would otherwise read a column name in HAVING/ORDER BY as
@@ -137,11 +137,3 @@ def summary_row(row: tuple[Any, ...]) -> dict[str, Any]:
     )
     d["root_name"] = d["root_name"] if d["root_name"] is not None else d["first_name"]
     return d
-
-
-def heartbeats_sql() -> str:
-    """Agent id → last heartbeat time, service and status in (since, until]; params: [since, until]."""
-    return (
-        "SELECT agent_id, max(time_ns), argMax(service, time_ns), argMax(ifNull(status, 'live'), time_ns) "
-        "FROM heartbeats WHERE time_ns > ? AND time_ns <= ? GROUP BY agent_id"
-    )

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reach_collector.store.alert_tables import open_episode_keys
-from reach_collector.store.base import Heartbeat, TraceFilter, WriteProfile
+from reach_collector.store.base import TraceFilter, WriteProfile
 from reach_collector.store.clickhouse import reads
 from reach_collector.store.clickhouse.bind import bind
 from reach_collector.store.clickhouse.convert import insert_columns
@@ -235,14 +235,6 @@ class ClickHouseStore:
     def search(self, f: TraceFilter) -> list[dict[str, Any]]:
         sql, params = reads.search_sql(f, self.layout)
         return [reads.summary_row(row) for row in self._backend.execute(bind(sql, params))]
-
-    def last_api_heartbeats(self, now_ns: int, lookback_s: float) -> dict[str, Heartbeat]:
-        rows = self._backend.execute(
-            bind(reads.heartbeats_sql(), [now_ns - int(lookback_s * 1_000_000_000), now_ns])
-        )
-        return {
-            agent: Heartbeat(int(t) / 1e9, service, status == "stopped") for agent, t, service, status in rows
-        }
 
     def count_spans(self) -> int:
         return int(self._backend.execute("SELECT count() FROM spans")[0][0])

@@ -565,3 +565,22 @@ def test_peers_traces_get_the_same_metrics_as_ours(peers_collector: CollectorPro
         if s.name.endswith("_total") and s.labels["operation"] == sc.OP_CHAT
     }
     assert llm_agents == set(TOKENS)
+
+
+def test_a_traces_spans_carry_their_tokens_and_model_as_normalised(peers_collector: CollectorProcess) -> None:
+    """The trace JSON gives each span the model and tokens its metrics count, whichever convention
+    it was written in (OpenInference's llm.token_count.*, OpenLLMetry's, the GenAI conventions'),
+    so the console shows an OpenInference call's tokens rather than none."""
+    _emit(peers_collector.url)
+    found = peers_collector.get("/api/traces", service="peers-app", since="15m", limit="100")["traces"]
+    spans = [s for t in found for s in peers_collector.get(f"/api/traces/{t['trace_id']}")["spans"]]
+    llm = [s for s in spans if s["operation"] in sc.LLM_OPERATIONS]
+    totals = [sum(s["input_tokens"] or 0 for s in llm), sum(s["output_tokens"] or 0 for s in llm)]
+    assert totals == [sum(t[i] for t in TOKENS.values()) * EMISSIONS for i in (0, 1)]
+    openinference = [s for s in llm if sc.OPENINFERENCE_TOKEN_PROMPT in s["attributes"]]
+    assert openinference and all(
+        s["input_tokens"] == s["attributes"][sc.OPENINFERENCE_TOKEN_PROMPT] for s in openinference
+    )
+    assert sc.GEN_AI_USAGE_INPUT_TOKENS not in openinference[0]["attributes"]  # only the API has them
+    assert {s["model"] for s in llm} >= {"gpt-4.1-nano", "gpt-4o-mini"}
+    assert all(s["input_tokens"] is None for s in spans if s["operation"] == sc.OP_TOOL)

@@ -107,6 +107,9 @@ def encode_spans(table: pa.Table, tails: Mapping[int, str]) -> pa.Array:
         _lit(',"flags":'), _integer(col("flags")),
         _lit(',"agent":'), _text(col("agent")),
         _lit(',"operation":'), _text(col("operation")),
+        _lit(',"model":'), _text(col("model")),
+        _lit(',"input_tokens":'), _integer(col("input_tokens")),
+        _lit(',"output_tokens":'), _integer(col("output_tokens")),
         close,
     ]  # fmt: skip
     return pc.binary_join_element_wise(*parts, _lit(""))

@@ -102,6 +102,11 @@ def span_json(row: Mapping[str, Any]) -> dict[str, Any]:
         "flags": row["flags"],
         "agent": row["agent"],
         "operation": row["operation"],
+        # As the metrics read them, whichever convention the span was written in (OpenInference's
+        # llm.token_count.*, OpenLLMetry's, the GenAI conventions'): what the console shows.
+        "model": row["model"],
+        "input_tokens": row["input_tokens"],
+        "output_tokens": row["output_tokens"],
     }
 
 

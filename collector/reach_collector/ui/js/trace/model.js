@@ -33,10 +33,14 @@ function numberOrNull(v) {
   return typeof x === "number" && Number.isFinite(x) ? x : null;
 }
 
+/** A span's tokens as the collector normalised them at ingest (input_tokens / output_tokens, from
+ * whichever convention the span was written in), else read from its GenAI attributes. */
 export function tokens(span) {
-  const input = numberOrNull(attr(span, n.GEN_AI_USAGE_INPUT_TOKENS) ?? attr(span, n.GEN_AI_USAGE_PROMPT_TOKENS));
+  const input = numberOrNull(
+    span.input_tokens ?? attr(span, n.GEN_AI_USAGE_INPUT_TOKENS) ?? attr(span, n.GEN_AI_USAGE_PROMPT_TOKENS),
+  );
   const output = numberOrNull(
-    attr(span, n.GEN_AI_USAGE_OUTPUT_TOKENS) ?? attr(span, n.GEN_AI_USAGE_COMPLETION_TOKENS),
+    span.output_tokens ?? attr(span, n.GEN_AI_USAGE_OUTPUT_TOKENS) ?? attr(span, n.GEN_AI_USAGE_COMPLETION_TOKENS),
   );
   return { input, output };
 }

@@ -14,9 +14,9 @@ from reach_otel.errors import HopLimitExceeded
 from reach_otel.handler import TelemetryHandler, get_handler, set_handler
 from reach_otel.heartbeat import heartbeat
 from reach_otel.instrumentation import instrument, uninstrument
+from reach_otel.lifecycle import dropped_spans, flush, init, shutdown
 from reach_otel.propagation import attach, extract, inject
 from reach_otel.redact import Redactor
-from reach_otel.setup import dropped_spans, flush, init, shutdown
 
 __all__ = [
     "HopLimitExceeded",

@@ -29,7 +29,7 @@ def start() -> list[str]:
     try:
         from reach_otel.config import env_bool
         from reach_otel.instrumentation import auto_instrument
-        from reach_otel.setup import init
+        from reach_otel.lifecycle import init
 
         # What init() would apply, but here, to say which in the start-up line.
         wanted = init(instrument=False) is not None and env_bool("REACH_OTEL_INSTRUMENT", True)

@@ -17,7 +17,7 @@ from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import safe
 from reach_otel.errors import error_type, handoff_target
-from reach_otel.extract import llm_response_attributes, message_argument, output_messages, to_messages
+from reach_otel.extractors import llm_response_attributes, message_argument, output_messages, to_messages
 
 if TYPE_CHECKING:
     from reach_otel.handler import TelemetryHandler

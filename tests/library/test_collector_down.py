@@ -141,7 +141,7 @@ def test_endpoint_without_a_scheme_is_rejected_in_one_line() -> None:
         import reach_otel
         reach_otel.init(service_name="schemeless")
         print(reach_otel.get_handler().settings.endpoint)
-        print(reach_otel.setup._state.processor.exporter.inner._endpoint)
+        print(reach_otel.lifecycle._state.processor.exporter.inner._endpoint)
         """
     )
     out = subprocess.run(

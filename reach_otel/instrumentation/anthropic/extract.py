@@ -14,7 +14,7 @@ from typing import Any
 
 from reach_otel import _shape
 from reach_otel import semconv as sc
-from reach_otel.extract import llm_response_attributes, output_messages
+from reach_otel.extractors import llm_response_attributes, output_messages
 from reach_otel.instrumentation._extract import field as _get
 from reach_otel.instrumentation._llm import Request, StreamAccumulator
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from reach_otel import semconv as sc
-from reach_otel.extract import finish_reasons, llm_response_attributes, output_messages, usage_tokens
+from reach_otel.extractors import finish_reasons, llm_response_attributes, output_messages, usage_tokens
 from reach_otel.instrumentation._extract import field as _get
 from reach_otel.instrumentation._llm import Request, StreamAccumulator
 

@@ -168,7 +168,7 @@ def _judge_cost(body: bytes) -> None:
     """The compiled cost pre-pass (where this version has one) against ``cost.framing_cost``."""
     if not hasattr(fast, "request_cost"):
         return
-    from reach_collector.ingest import cost
+    from reach_collector.ingest import row_budget as cost
 
     got, problem = _watched(fast.request_cost, body)
     if problem is not None:

@@ -18,7 +18,7 @@ from reach_collector import __version__
 from reach_collector.alert_loop import AlertLoop
 from reach_collector.alerting.evaluation.engine import build_engine
 from reach_collector.alerting.evaluation.state import Transition
-from reach_collector.alerting.evaluation.store_history import DuckDBHistory
+from reach_collector.alerting.evaluation.store_history import StoreHistory
 from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.alerting.notify.webhook import HttpSender, Sender
 from reach_collector.api import health, otlp, traces, ui
@@ -83,7 +83,7 @@ def create_app(
     retention = RetentionJob(writer, settings.retention_s, clock)
 
     # Alerting: history in DuckDB (written on the writer thread), state picked up after a restart.
-    history = DuckDBHistory(store, run=writer.call)
+    history = StoreHistory(store, run=writer.call)
     http_sender = HttpSender() if sender is None else None
 
     def gauge(t: Transition) -> None:

@@ -18,7 +18,7 @@ from reach_collector.text.durations import DurationError, parse_duration_s
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
-# What one request may cost in span rows (ingest.cost); every row carries its resource and scope.
+# What one request may cost in span rows (ingest.row_budget); every row carries its resource and scope.
 DEFAULT_MAX_ROW_BYTES: Final = 64 * 1024 * 1024
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 

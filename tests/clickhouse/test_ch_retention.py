@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from reach_collector.alerting.evaluation.history import Acknowledgement
 from reach_collector.alerting.evaluation.state import AlertState, Transition
-from reach_collector.alerting.evaluation.store_history import DuckDBHistory
+from reach_collector.alerting.evaluation.store_history import StoreHistory
 from reach_collector.app import create_app
 from reach_collector.config import Settings
 from reach_collector.ingest.decode import PROTOBUF, parse
@@ -112,7 +112,7 @@ def test_alert_history_pruned_as_on_duckdb(store: ClickHouseStore, tmp_path: Pat
     ]
     duck = DuckDBStore(tmp_path / "history.duckdb")
     for st in (store, duck):
-        history = DuckDBHistory(st)
+        history = StoreHistory(st)
         for fp, t, before, after, active_at, fired_at in episodes:
             history.record_transition(
                 Transition(
@@ -138,7 +138,7 @@ def test_alert_history_pruned_as_on_duckdb(store: ClickHouseStore, tmp_path: Pat
     while _history_rows(store) != expected and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _history_rows(store) == expected
-    assert DuckDBHistory(store).active() == DuckDBHistory(duck).active()
+    assert StoreHistory(store).active() == StoreHistory(duck).active()
     # Nothing left to prune: a second run starts no mutation.
     store.delete_older_than(int((now - 7 * 86400) * 1e9))
     assert _history_rows(store) == expected

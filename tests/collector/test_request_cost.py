@@ -28,7 +28,8 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from reach_collector.config import DEFAULT_MAX_ROW_BYTES, ConfigError, Settings, from_mapping
-from reach_collector.ingest import cost, fast, wire
+from reach_collector.ingest import fast, wire
+from reach_collector.ingest import row_budget as cost
 from reach_collector.ingest.decode import JSON, PROTOBUF, load_json, parse, parse_json
 
 T0 = 1_700_000_000_000_000_000

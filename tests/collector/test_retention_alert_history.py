@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reach_collector.alerting.evaluation.store_history import DuckDBHistory
+from reach_collector.alerting.evaluation.store_history import StoreHistory
 from reach_collector.store.duckdb_store import DuckDBStore
 
 S = 10**9
@@ -50,7 +50,7 @@ def test_old_history_goes_active_episodes_stay(tmp_path: Path) -> None:
     assert fps == {"B", "C"}
     assert store.query("SELECT fingerprint, acked_by FROM alert_acks") == [("B", "bob")]
     assert store.query("SELECT fingerprint FROM alert_deliveries") == [("C",)]
-    alerts, acks = DuckDBHistory(store).active()
+    alerts, acks = StoreHistory(store).active()
     assert {a.fingerprint: a.state.value for a in alerts} == {"B": "firing", "C": "pending"}
     assert acks == {("B", old): "bob"}
     store.close()

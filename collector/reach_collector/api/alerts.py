@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from reach_collector.alerting.evaluation.engine import AlertEngine
 from reach_collector.alerting.evaluation.replay import ReplayCancelled, parse_replay_request
-from reach_collector.alerting.evaluation.store_history import DuckDBHistory
+from reach_collector.alerting.evaluation.store_history import StoreHistory
 from reach_collector.api._body import json_object
 from reach_collector.text.redact_url import redact_url, scrub
 
@@ -65,7 +65,7 @@ async def _while_connected(request: Request, work: Callable[[Callable[[], bool]]
     return task.result()
 
 
-def alerts_router(engine: AlertEngine, history: DuckDBHistory | None = None) -> APIRouter:
+def alerts_router(engine: AlertEngine, history: StoreHistory | None = None) -> APIRouter:
     router = APIRouter(tags=["alerts"])
     # Replays computing at once: each may cost up to replay_max_evaluations, so callers wait their turn.
     replay_slots = threading.BoundedSemaphore(engine.setup.alerting.replay_concurrency)

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Request, Response
 from google.rpc import status_pb2
 from starlette.requests import ClientDisconnect
 
-from reach_collector.ingest.cost import out_of_memory
 from reach_collector.ingest.decode import (
     JSON,
     PROTOBUF,
@@ -20,6 +19,7 @@ from reach_collector.ingest.decode import (
     encode_response,
     media_type,
 )
+from reach_collector.ingest.row_budget import out_of_memory
 from reach_collector.ingest.service import DecoderUnavailable, IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
 

@@ -33,8 +33,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from reach_collector.api.auth import check
-from reach_collector.ingest.cost import out_of_memory
 from reach_collector.ingest.decode import BodyError
+from reach_collector.ingest.row_budget import out_of_memory
 from reach_collector.ingest.service import DecoderUnavailable, IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
 from reach_collector.limits import ServerLimits

@@ -14,8 +14,8 @@ from typing import Final
 import pyarrow as pa
 
 from reach_collector.exposition.batch_stats import BatchStats
-from reach_collector.ingest.cost import flatten_within, out_of_memory
 from reach_collector.ingest.decode import PROTOBUF, decompress
+from reach_collector.ingest.row_budget import flatten_within, out_of_memory
 from reach_collector.ingest.rows import SpanBatch
 
 _WARMUP: Final = b""

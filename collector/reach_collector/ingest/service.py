@@ -12,7 +12,8 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from reach_collector.ingest import cost, fast, memory
+from reach_collector.ingest import fast, memory
+from reach_collector.ingest import row_budget as cost
 from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
@@ -51,7 +52,7 @@ class IngestService:
         self.writer = writer
         self._on_received = on_received  # (spans received, of which rejected), per request
         self.max_body_bytes = max_body_bytes
-        # The bound on what one request may cost in span rows (see ``ingest.cost``), checked on
+        # The bound on what one request may cost in span rows (see ``ingest.row_budget``), checked on
         # every path before any row is built.
         self.max_row_bytes = max_row_bytes
         self.pool = pool

@@ -20,7 +20,7 @@ from reach_collector.alerting.notify.delivery import DeliveryAttempt
 from reach_collector.store.alert_tables import last_transitions
 from reach_collector.store.base import TraceStore
 
-__all__ = ["DuckDBHistory"]
+__all__ = ["StoreHistory"]
 
 log = logging.getLogger("reach_collector.alerting")
 
@@ -36,7 +36,7 @@ def _s(ns: int | None) -> float | None:
     return None if ns is None else int(ns) / _NS
 
 
-class DuckDBHistory:
+class StoreHistory:
     """``AlertHistory`` over the store's ``alert_*`` tables (schema.AUX_TABLES)."""
 
     def __init__(self, store: TraceStore, run: Run | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The cost bound on one ingest request (``server.max_row_bytes``), checked before any row is built.
+"""The row budget of one ingest request (``server.max_row_bytes``), checked before any row is built.
 
 Every stored span row carries its resource and its scope whole, so a small body whose many spans
 share one large resource expands into rows thousands of times its size (a 24 KB gzip body of

@@ -15,6 +15,8 @@ from google.protobuf import json_format
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
 
+from reach_collector.ingest.framing import frame
+
 if TYPE_CHECKING:
     from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
@@ -127,16 +129,4 @@ def traces_json(data: TracesData) -> dict[str, Any]:
 def trace_by_id_response(data: TracesData) -> bytes:
     """``tempopb.TraceByIDResponse`` bytes: field 1 (length-delimited) holding the trace."""
     trace: bytes = data.SerializeToString()
-    return b"\x0a" + _varint(len(trace)) + trace
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    return frame(1, trace)

@@ -29,8 +29,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from reach_collector.config import DEFAULT_MAX_ROW_BYTES
 from reach_collector.ingest import fast
 from reach_collector.ingest.decode import JSON, BodyTooLarge, _list, json_request, load_json, parse_for_rows
+from reach_collector.ingest.framing import LEN, Malformed, records
 from reach_collector.ingest.rows import SpanBatch, flatten
-from reach_collector.ingest.split import Malformed, varint
 
 __all__ = [
     "DEFAULT_MAX_ROW_BYTES",
@@ -45,11 +45,9 @@ __all__ = [
     "wire_cost",
 ]
 
-_LEN, _VARINT, _I64, _I32 = 2, 0, 1, 5  # protobuf wire types
 _RESOURCE_SPANS: Final = 1  # ExportTraceServiceRequest.resource_spans
 _HEADER: Final = 1  # ResourceSpans.resource and ScopeSpans.scope
 _CHILD: Final = 2  # ResourceSpans.scope_spans and ScopeSpans.spans
-_CHILD_TAG: Final = _CHILD << 3 | _LEN
 
 
 class RowBudgetExceeded(BodyTooLarge):
@@ -111,43 +109,15 @@ def _walk(buf: bytes, start: int, end: int, keep: bool) -> tuple[int, int, list[
     records, from the framing alone."""
     header = count = 0
     children: list[tuple[int, int]] = []
-    pos = start
-    while pos < end:
-        if buf[pos] == _CHILD_TAG:  # the common record (a span, a scope's spans), read inline
-            size = buf[pos + 1] if pos + 1 < end else 0x80
-            if size < 0x80:
-                payload = pos + 2
-            else:
-                size, payload = varint(buf, pos + 1)
-            pos = payload + size
-            if pos > end:
-                raise Malformed
-            count += 1
-            if keep:
-                children.append((payload, pos))
+    for _, field, wire, payload, after in records(buf, start, end):
+        if wire != LEN:
             continue
-        key, pos = varint(buf, pos)
-        field, wire = key >> 3, key & 7
-        payload = pos
-        if wire == _LEN:
-            size, payload = varint(buf, pos)
-            pos = payload + size
-        elif wire == _VARINT:
-            _, pos = varint(buf, pos)
-        elif wire == _I64:
-            pos += 8
-        elif wire == _I32:
-            pos += 4
-        else:
-            raise Malformed
-        if pos > end or field == 0:
-            raise Malformed
-        if wire == _LEN and field == _HEADER:
-            header += pos - payload
-        elif wire == _LEN and field == _CHILD:  # a tag written in more bytes than it needs
+        if field == _HEADER:
+            header += after - payload
+        elif field == _CHILD:
             count += 1
             if keep:
-                children.append((payload, pos))
+                children.append((payload, after))
     return header, count, children
 
 
@@ -156,19 +126,12 @@ def framing_cost(raw: bytes) -> Cost | None:
     framing is not what OTLP describes (the decoder then says what is wrong)."""
     total, spans = len(raw), 0
     try:
-        pos, end = 0, len(raw)
         resources: list[tuple[int, int]] = []
-        while pos < end:  # the request's own fields: only resource_spans (1) is a message
-            key, pos = varint(raw, pos)
-            field, wire = key >> 3, key & 7
-            if wire != _LEN:
-                raise Malformed
-            size, pos = varint(raw, pos)
-            if pos + size > end or field == 0:
+        for _, field, wire, payload, after in records(raw, 0, len(raw)):  # only resource_spans is one
+            if wire != LEN:
                 raise Malformed
             if field == _RESOURCE_SPANS:
-                resources.append((pos, pos + size))
-            pos += size
+                resources.append((payload, after))
         for r_start, r_end in resources:
             resource, _, scopes = _walk(raw, r_start, r_end, keep=True)
             for s_start, s_end in scopes:

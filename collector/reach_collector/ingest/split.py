@@ -12,28 +12,10 @@ from __future__ import annotations
 
 from typing import Final
 
-_LEN: Final = 2  # wire type of length-delimited fields (messages, strings, bytes)
-_VARINT, _I64, _I32 = 0, 1, 5
+from reach_collector.ingest.framing import LEN, Malformed, frame, records
+
 _CHILD: Final = 2  # ResourceSpans.scope_spans and ScopeSpans.spans are both field 2
 _TOP: Final = 1  # ExportTraceServiceRequest.resource_spans
-
-
-class Malformed(Exception):
-    """The framing of a request is broken (the split and the cost walk both stop on it)."""
-
-
-def varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """The varint at ``buf[pos]`` and the position after it; raises ``Malformed``."""
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise Malformed
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
 
 
 def _records(buf: bytes, start: int, end: int, child: int) -> tuple[bytes, list[tuple[int, int, int]]]:
@@ -41,42 +23,14 @@ def _records(buf: bytes, start: int, end: int, child: int) -> tuple[bytes, list[
     ``child`` records as (record start, payload start, record end))."""
     header: list[bytes] = []
     children: list[tuple[int, int, int]] = []
-    pos = start
-    while pos < end:
-        record = pos
-        key, pos = varint(buf, pos)
-        field, wire = key >> 3, key & 7
-        if wire == _LEN:
-            size, pos = varint(buf, pos)
-            payload, pos = pos, pos + size
-        elif wire == _VARINT:
-            payload = pos
-            _, pos = varint(buf, pos)
-        elif wire == _I64:
-            payload, pos = pos, pos + 8
-        elif wire == _I32:
-            payload, pos = pos, pos + 4
-        else:
-            raise Malformed
-        if pos > end or field == 0:
-            raise Malformed
+    for record, field, wire, payload, after in records(buf, start, end):
         if field == child:
-            if wire != _LEN:
+            if wire != LEN:
                 raise Malformed
-            children.append((record, payload, pos))
+            children.append((record, payload, after))
         else:
-            header.append(buf[record:pos])
+            header.append(buf[record:after])
     return b"".join(header), children
-
-
-def _frame(field: int, payload: bytes) -> bytes:
-    size = len(payload)
-    out = bytearray([field << 3 | _LEN])
-    while size >= 0x80:
-        out.append(size & 0x7F | 0x80)
-        size >>= 7
-    out.append(size)
-    return bytes(out) + payload
 
 
 def split_request(body: bytes, parts: int, min_spans: int = 64) -> list[bytes] | None:
@@ -114,11 +68,11 @@ def split_request(body: bytes, parts: int, min_spans: int = 64) -> list[bytes] |
             for s_header, slices in scope_list:
                 first, last = max(lo - seen, 0), min(hi - seen, len(slices))
                 if first < last:
-                    records = b"".join(body[rec:end] for rec, end in slices[first:last])
-                    scope_frames.append(_frame(_CHILD, s_header + records))
+                    picked = b"".join(body[rec:end] for rec, end in slices[first:last])
+                    scope_frames.append(frame(_CHILD, s_header + picked))
                 seen += len(slices)
             if scope_frames:
-                chunks.append(_frame(_TOP, r_header + b"".join(scope_frames)))
+                chunks.append(frame(_TOP, r_header + b"".join(scope_frames)))
         index = hi
         out.append(b"".join(chunks))
     assert index == total

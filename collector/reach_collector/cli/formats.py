@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["LOCAL", "duration", "parse_zone", "seconds", "when", "zone_label"]
+__all__ = ["LOCAL", "duration", "parse_zone", "seconds", "usd", "when", "zone_label"]
 
 LOCAL = "local"  # the zone of the machine the command runs on
 
@@ -34,6 +34,11 @@ def duration(ms: float | None) -> str:
     if ms < 59_500:
         return f"{ms / 1000:.0f}s"
     return seconds(ms / 1000)
+
+
+def usd(value: float | None) -> str:
+    """A cost in dollars to four places; ``unpriced`` where the price table names no price."""
+    return "unpriced" if value is None else f"${value:.4f}"
 
 
 def seconds(value: float) -> str:

@@ -15,7 +15,7 @@ from reach_collector.cli.client import (
     query_command,
     requested_zone,
 )
-from reach_collector.cli.formats import duration, seconds
+from reach_collector.cli.formats import duration, seconds, usd
 
 __all__ = ["print_agents", "print_golden", "register", "run_metrics"]
 
@@ -28,10 +28,6 @@ def _pct(value: float | None) -> str:
 
 def _num(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _usd(value: float | None) -> str:
-    return "unpriced" if value is None else f"${value:.4f}"
 
 
 def _golden_row(g: dict[str, Any]) -> list[str]:
@@ -109,7 +105,7 @@ def print_agents(body: dict[str, Any], zone: tzinfo) -> None:
             str(a["input_tokens"]),
             str(a["output_tokens"]),
             _pct(a["token_share"]),
-            _usd(a["cost_usd"]),
+            usd(a["cost_usd"]),
         ]
         for a in body["agents"]
     ]

@@ -16,13 +16,9 @@ from reach_collector.cli.client import (
     query_command,
     requested_zone,
 )
-from reach_collector.cli.formats import duration, seconds
+from reach_collector.cli.formats import duration, seconds, usd
 
 __all__ = ["print_topology", "register", "run_topology"]
-
-
-def _usd(value: float | None) -> str:
-    return "unpriced" if value is None else f"${value:.4f}"
 
 
 def _name(agent: str | None) -> str:
@@ -49,7 +45,7 @@ def print_topology(body: dict[str, Any], zone: tzinfo) -> None:
             duration(n["p95_ms"]),
             str(n["input_tokens"]),
             str(n["output_tokens"]),
-            _usd(n["cost_usd"]),
+            usd(n["cost_usd"]),
         ]
         for n in body["nodes"]
     ]

@@ -1,10 +1,11 @@
 """The writer: the thread that group-commits queued span batches into the store — or, for a store
-that takes several commits at once (``concurrent_writes``, ClickHouse), that many threads.
+whose write profile takes several commits at once (``concurrent_writes``, ClickHouse), that many
+threads.
 
 Requests hand over an Arrow table and wait on a future that resolves only after the transaction
 holding their rows has committed (so an acknowledgement means durable). The queue is bounded in
 spans; when it is full ``submit`` raises ``QueueFull`` and the caller answers 429/RESOURCE_EXHAUSTED.
-A DuckDB store declares nothing and keeps exactly one writer thread.
+A DuckDB store's profile takes one commit at a time: exactly one writer thread.
 """
 
 from __future__ import annotations
@@ -106,8 +107,8 @@ class Writer:
         self._closed = False
         self.stats = WriterStats()
         # Several commits at once (a store's ``concurrent_writes``): a second one starts while
-        # another is running only once a commit's worth of rows waits (``commit_spans``, the
-        # store's, else 4096), since each commit also costs the store a fixed amount (ClickHouse:
+        # another is running only once a commit's worth of rows waits (``commit_spans`` of the
+        # store's write profile), since each commit also costs the store a fixed amount (ClickHouse:
         # a part, its files and later a merge, whatever its size) — small overlapping commits
         # would spend the CPU on that instead of on rows.
         profile = store.write_profile

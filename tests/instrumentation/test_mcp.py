@@ -71,6 +71,17 @@ def exported(sink: OtlpSink) -> list[dict[str, Any]]:
                             "parent": span.parent_span_id.hex() or None,
                             "links": [link.span_id.hex() for link in span.links],
                             "attributes": {kv.key: _value(kv.value) for kv in span.attributes},
+                            "exceptions": [
+                                (
+                                    e.name,
+                                    *(
+                                        next((_value(kv.value) for kv in e.attributes if kv.key == k), None)
+                                        for k in ("exception.type", "exception.message")
+                                    ),
+                                )
+                                for e in span.events
+                                if e.name == "exception"
+                            ],
                         }
                     )
     return out
@@ -212,6 +223,9 @@ def test_a_tool_call_to_another_process_is_one_trace(transport: str, mode: str) 
     for span in mcp_spans(spans, "mcp-", "forbidden"):
         assert span["attributes"]["rpc.response.status_code"] == "-32050"
         assert span["message"] == "not allowed here"
+    for span in mcp_spans(spans, "mcp-", "fail"):  # what the tool answered, on both sides
+        assert span["message"].startswith("Error executing tool fail"), span["message"]
+        assert ("exception", "tool_error", span["message"]) in span["exceptions"]
     assert all(s["status"] != "ERROR" for tool in ("add", "delegate") for s in mcp_spans(spans, "mcp-", tool))
 
     # Hop state crossed the hop: the server's agent continues at hop 1, its handoff is hop 2.
@@ -427,6 +441,12 @@ def test_request_attributes_follow_the_mcp_conventions() -> None:
     )
     assert extract.is_tool_error("tools/call", {"isError": True})
     assert not extract.is_tool_error("tools/call", {"isError": "true"})
+    said = {"isError": True, "content": [{"type": "text", "text": "no forecast for 'Atlantis'"}]}
+    assert extract.tool_error_message(said) == "no forecast for 'Atlantis'"
+    blocks = [{"type": "image", "data": "..."}, {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert extract.tool_error_message({"content": blocks}) == "a\nb"
+    assert extract.tool_error_message({"content": [{"type": "text", "text": "x" * 5000}]}) == "x" * 1024
+    assert extract.tool_error_message({"content": "not a list"}) == extract.tool_error_message(None) == ""
     assert extract.error_code(MCPError(-32601, "Method not found")) == ("-32601", "Method not found")
     assert extract.error_code(ValueError("x")) is None
     assert extract.trace_fields({"traceparent": "00-x", "baggage": 3, "app": "y"}) == {"traceparent": "00-x"}

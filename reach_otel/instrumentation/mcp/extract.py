@@ -92,6 +92,21 @@ def is_tool_error(method: str, result: Any) -> bool:
     return _get(result, "isError", "is_error") is True
 
 
+_MAX_ERROR_CHARS = 1024  # as an exception's message in a span's status
+
+
+def tool_error_message(result: Any) -> str:
+    """What a failed tool said: the text of its result's content blocks (an MCP server puts the
+    exception's message there), joined and cut to 1024 characters; "" when it said nothing."""
+    if hasattr(result, "model_dump"):
+        result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    blocks = result.get("content") if isinstance(result, Mapping) else None
+    if not isinstance(blocks, list):
+        return ""
+    texts = [b["text"] for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    return "\n".join(texts)[:_MAX_ERROR_CHARS]
+
+
 def tool_result(result: Any) -> Any:
     """What a tool returned, for content capture: its structured content, else its content blocks."""
     if hasattr(result, "model_dump"):

@@ -104,8 +104,14 @@ def finish(call: Call, result: Any) -> None:
     try:
         set_attribute(call, sc.MCP_PROTOCOL_VERSION, extract.negotiated_protocol_version(call.method, result))
         if extract.is_tool_error(call.method, result):
+            # The tool's own words, as a raised exception's are kept: the status and an event.
+            message = extract.tool_error_message(result)
             span.set_attribute(sc.ERROR_TYPE, sc.MCP_TOOL_ERROR)
-            span.set_status(Status(StatusCode.ERROR))
+            span.set_status(Status(StatusCode.ERROR, message or None))
+            if message:
+                span.add_event(
+                    sc.EXCEPTION_EVENT, {sc.EXCEPTION_TYPE: sc.MCP_TOOL_ERROR, sc.EXCEPTION_MESSAGE: message}
+                )
         elif call.method == sc.MCP_TOOLS_CALL and call.capture:
             _content(call, sc.GEN_AI_TOOL_CALL_RESULT, extract.tool_result, result)
     finally:

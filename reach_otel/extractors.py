@@ -6,6 +6,7 @@ SDK objects alike (OpenAI chat completions and responses, Anthropic messages, st
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -83,6 +84,78 @@ def _text_part(text: str) -> dict[str, Any]:
     return {"type": "text", "content": text}
 
 
+def _arguments(raw: Any) -> Any:
+    """A tool call's arguments as the model wrote them: JSON text read as JSON, else as given."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _tool_call_parts(calls: Any) -> list[dict[str, Any]]:
+    """OpenAI ``tool_calls`` (dicts or SDK objects) as GenAI ``tool_call`` parts."""
+    if not isinstance(calls, (list, tuple)):
+        return []
+    parts = []
+    for call in calls:
+        function = _get(call, "function")
+        name = _get(function, "name")
+        if isinstance(name, str):
+            part = {"type": "tool_call", "id": _get(call, "id"), "name": name}
+            part["arguments"] = _arguments(_get(function, "arguments"))
+            parts.append(part)
+    return parts
+
+
+def _block_part(block: Any) -> Any:
+    """One content block as a GenAI part: text, an Anthropic ``tool_use`` (a tool call) or
+    ``tool_result`` (its response); a part already in that form, or another kind, as it is."""
+    if isinstance(block, str):
+        return _text_part(block)
+    kind = _get(block, "type")
+    if kind == "text" and isinstance(_get(block, "text"), str):
+        return _text_part(_get(block, "text"))
+    if kind == "tool_use":
+        return {
+            "type": "tool_call",
+            "id": _get(block, "id"),
+            "name": _get(block, "name"),
+            "arguments": _get(block, "input"),
+        }
+    if kind == "tool_result":
+        return {
+            "type": "tool_call_response",
+            "id": _get(block, "tool_use_id"),
+            "response": _get(block, "content"),
+        }
+    if hasattr(block, "model_dump"):
+        return block.model_dump(mode="json", exclude_none=True)
+    return block
+
+
+def _parts(content: Any) -> list[Any]:
+    if content is None:
+        return []
+    if isinstance(content, (list, tuple)):
+        return [_block_part(b) for b in content]
+    return [_block_part(content)]
+
+
+def _message(m: Mapping[str, Any]) -> dict[str, Any]:
+    """One chat message (OpenAI's or Anthropic's request shape, or already GenAI's) in GenAI form:
+    its text and blocks as parts, the assistant's tool calls as ``tool_call`` parts, and a ``tool``
+    message as the ``tool_call_response`` to the call it answers."""
+    content = m.get("content", m.get("parts"))
+    if m["role"] == "tool" and m.get("tool_call_id") is not None:
+        return {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": m["tool_call_id"], "response": content}],
+        }
+    return {"role": m["role"], "parts": _parts(content) + _tool_call_parts(m.get("tool_calls"))}
+
+
 def to_messages(value: Any, default_role: str) -> list[dict[str, Any]] | None:
     """GenAI message-list form of ``value`` when it is a message (or messages), else ``None``."""
     if isinstance(value, str):
@@ -94,13 +167,16 @@ def to_messages(value: Any, default_role: str) -> list[dict[str, Any]] | None:
         and value
         and all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in value)
     ):
-        out = []
-        for m in value:
-            content = m.get("content", m.get("parts"))
-            parts = [_text_part(content)] if isinstance(content, str) else content
-            out.append({"role": m["role"], "parts": parts if parts is not None else []})
-        return out
+        return [_message(m) for m in value]
     return None
+
+
+def system_instructions(system: Any) -> list[Any] | None:
+    """A request's separate system prompt (Anthropic's ``system``, the Responses API's
+    ``instructions``) as GenAI parts; None when there is none. (A chat API's system message is part
+    of its chat history, and stays in the input messages, as the conventions say.)"""
+    parts = _parts(system)
+    return parts or None
 
 
 def message_argument(bound: Mapping[str, Any]) -> Any:
@@ -123,17 +199,24 @@ def output_messages(result: Any) -> list[dict[str, Any]] | None:
         for choice in choices:
             message = _get(choice, "message")
             content = _get(message, "content") if message is not None else None
-            if isinstance(content, str):
-                msg: dict[str, Any] = {"role": "assistant", "parts": [_text_part(content)]}
+            parts = [_text_part(content)] if isinstance(content, str) else []
+            parts += _tool_call_parts(_get(message, "tool_calls"))  # an answer that is a tool call
+            if parts:
+                msg: dict[str, Any] = {"role": "assistant", "parts": parts}
                 reason = _get(choice, "finish_reason")
                 if isinstance(reason, str):
                     msg["finish_reason"] = reason
                 msgs.append(msg)
         return msgs or None
     blocks = _get(result, "content")
-    if isinstance(blocks, (list, tuple)):  # anthropic message content blocks
-        texts = [_get(b, "text") for b in blocks]
-        parts = [_text_part(t) for t in texts if isinstance(t, str)]
+    if isinstance(blocks, (list, tuple)):  # anthropic message content blocks: text and tool_use
+        parts = [
+            _block_part(b) for b in blocks if _get(b, "type") in ("text", "tool_use") or isinstance(b, str)
+        ]
         if parts:
-            return [{"role": "assistant", "parts": parts}]
+            msg = {"role": "assistant", "parts": parts}
+            reason = _get(result, "stop_reason")
+            if isinstance(reason, str):
+                msg["finish_reason"] = reason
+            return [msg]
     return to_messages(result, "assistant")

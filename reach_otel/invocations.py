@@ -17,7 +17,13 @@ from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 from reach_otel._safety import safe
 from reach_otel.errors import error_type, handoff_target
-from reach_otel.extractors import llm_response_attributes, message_argument, output_messages, to_messages
+from reach_otel.extractors import (
+    llm_response_attributes,
+    message_argument,
+    output_messages,
+    system_instructions,
+    to_messages,
+)
 
 if TYPE_CHECKING:
     from reach_otel.handler import TelemetryHandler
@@ -179,10 +185,13 @@ class LLMInvocation(Invocation):
         self._first_chunk_at: float | None = None
 
     @safe
-    def set_request_messages(self, messages: Any, system: Any = None) -> None:
+    def set_request_messages(self, messages: Any, system: Any = None, tools: Any = None) -> None:
+        """The request's content (opt-in): its messages, its separate system prompt and the
+        definitions of the tools it offers the model."""
         if self.capture and self.span.is_recording():
             self._content(sc.GEN_AI_INPUT_MESSAGES, to_messages(messages, "user"))
-            self._content(sc.GEN_AI_SYSTEM_INSTRUCTIONS, system)
+            self._content(sc.GEN_AI_SYSTEM_INSTRUCTIONS, system_instructions(system))
+            self._content(sc.GEN_AI_TOOL_DEFINITIONS, tools or None)
 
     @safe
     def record_usage(self, input_tokens: int | None = None, output_tokens: int | None = None) -> None:

@@ -34,6 +34,7 @@ class Request:
     attributes: dict[str, Any] = field(default_factory=dict)
     messages: Any = None
     system: Any = None
+    tools: Any = None  # the tool definitions offered to the model
 
     @classmethod
     def read(
@@ -51,6 +52,7 @@ class Request:
             attributes=request_params(kwargs),
             messages=kwargs.get(messages),
             system=kwargs.get(system) if system else None,
+            tools=kwargs.get("tools"),
         )
 
 
@@ -112,7 +114,7 @@ def _begin(
         unless_nested=True,  # never wrap a call already inside an LLM span
     )
     if inv is not None and handler.settings.capture_content:
-        inv.set_request_messages(req.messages, req.system)
+        inv.set_request_messages(req.messages, req.system, req.tools)
     return inv
 
 
@@ -122,8 +124,8 @@ def _record(inv: LLMInvocation, spec: LLMSpec, result: Any) -> None:
     attrs = dict(spec.response(result))
     inv.input_tokens = attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS)
     inv.output_tokens = attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
-    if inv.capture:
-        attrs[sc.GEN_AI_OUTPUT_MESSAGES] = inv.handler.content_json(spec.output_messages(result))
+    if inv.capture and (messages := spec.output_messages(result)) is not None:
+        attrs[sc.GEN_AI_OUTPUT_MESSAGES] = inv.handler.content_json(messages)
     if attrs:
         inv.span.set_attributes(attrs)
 

@@ -79,7 +79,10 @@ def test_capture_on_records_arguments_results_and_messages(make_recorder) -> Non
     assert json.loads(llm.attributes["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
     ]
-    assert json.loads(llm.attributes["gen_ai.system_instructions"]) == "be brief"
+    # The conventions' shape (#26): the system prompt as a list of parts, as messages hold them.
+    assert json.loads(llm.attributes["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "be brief"}
+    ]
     assert json.loads(llm.attributes["gen_ai.output.messages"]) == [
         {"role": "assistant", "parts": [{"type": "text", "content": "sure"}], "finish_reason": "stop"}
     ]

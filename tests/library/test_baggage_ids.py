@@ -53,6 +53,7 @@ REMOTE = textwrap.dedent(
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # before the port is told: a request sent while uvicorn starts waits, not refused
     print(sock.getsockname()[1], flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     """

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
@@ -130,6 +131,17 @@ class Receiver:
 
     def bodies(self, path: str | None = None) -> list[Any]:
         return [body for p, body in self.received if path is None or p == path]
+
+
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A port that refuses connections for as long as the block runs: bound and never listened on,
+    so no other process (another test's server) can take it meanwhile, as it can a released one."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 def free_port() -> int:

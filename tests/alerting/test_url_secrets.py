@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from alerting_fakes import Receiver, free_port
+from alerting_fakes import Receiver, refusing_port
 from alerting_live import agent_span, otlp, wait_for
 from collector_process import CollectorProcess
 
@@ -96,8 +96,12 @@ def test_no_log_line_or_delivery_record_shows_a_credential(tmp_path: Path) -> No
     """A real collector pages three people — one delivered, one refused once with its request
     quoted back, one unreachable — and deregisters an agent: its output and its deliveries API
     hold none of the URLs' passwords, tokens or keys; the receivers got them all."""
-    dead = free_port()
-    with Receiver() as alice, Receiver([500], echo=True) as bob, Receiver() as registry:
+    with (
+        refusing_port() as dead,
+        Receiver() as alice,
+        Receiver([500], echo=True) as bob,
+        Receiver() as registry,
+    ):
         port = alice.url.rsplit(":", 1)[1]
         alice_url = f"http://hookuser:hookpass-{SECRET}@127.0.0.1:{port}/hook/alice?token=TOKEN-{SECRET}"
         bob_url = f"{bob.url}/hook/bob?token=BOBTOKEN-{SECRET}"

@@ -7,16 +7,22 @@ A window with fewer than ``min_calls`` calls is *no data*: it yields no sample, 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from typing import Protocol, TypeVar
+from collections.abc import Mapping
+from typing import Protocol
 
 from reach_collector.alerting.evaluation.state import Sample, iso
 from reach_collector.alerting.inputs.data import AgentWindowStats, AlertData
 from reach_collector.text.durations import format_duration_s
 
-__all__ = ["K", "Rule"]
-
-K = TypeVar("K", bound=Hashable)
+__all__ = [
+    "AgentWindowLinks",
+    "Rule",
+    "agent_labels",
+    "enough_calls",
+    "error_traces",
+    "golden_path",
+    "since_breach",
+]
 
 
 class Rule(Protocol):
@@ -47,23 +53,39 @@ class Rule(Protocol):
         ...
 
 
-def _labels(agent: str, service: str | None) -> dict[str, str]:
+def agent_labels(agent: str, service: str | None) -> dict[str, str]:
     return {"agent": agent, "service": service or ""}
 
 
-def _enough(stats: AgentWindowStats, min_calls: int) -> bool:
+def enough_calls(stats: AgentWindowStats, min_calls: int) -> bool:
     return stats.calls >= max(min_calls, 1)
 
 
-def _golden(window_s: float) -> str:
+def golden_path(window_s: float) -> str:
     return f"/api/metrics/golden?window={format_duration_s(window_s)}&by=agent"
 
 
-def _since(active_at: float, window_s: float) -> str:
+def since_breach(active_at: float, window_s: float) -> str:
     """From the start of the window that first breached: every failing call of the episode."""
     return iso(active_at - window_s) or ""
 
 
-def _error_traces(labels: Mapping[str, str], active_at: float, window_s: float) -> dict[str, str] | None:
+def error_traces(labels: Mapping[str, str], active_at: float, window_s: float) -> dict[str, str] | None:
     agent = labels.get("agent")
-    return {"agent": agent, "status": "error", "since": _since(active_at, window_s)} if agent else None
+    return {"agent": agent, "status": "error", "since": since_breach(active_at, window_s)} if agent else None
+
+
+class AgentWindowLinks:
+    """Where a page about an agent's calls over a rule's trailing window points: the golden metrics
+    over that window, and the agent's failing traces since the window that first breached."""
+
+    @property
+    def window_s(self) -> float:
+        raise NotImplementedError  # each rule has its own window
+
+    @property
+    def generator_path(self) -> str:
+        return golden_path(self.window_s)
+
+    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
+        return error_traces(labels, active_at, self.window_s)

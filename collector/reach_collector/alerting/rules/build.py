@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from reach_collector.alerting.config import (
-    AlertingConfig,
-    BurnRateRuleConfig,
-)
+from reach_collector.alerting.config import AlertingConfig, BurnRateRuleConfig
 from reach_collector.alerting.rules.base import Rule
 from reach_collector.alerting.rules.budget import budget_rules
 from reach_collector.alerting.rules.burn_rate import BurnRateRule

@@ -3,23 +3,23 @@ Workbook table 5-8), and the ``burning`` test the edge SLO shares."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
-from reach_collector.alerting.config import (
-    BurnWindow,
-)
+from reach_collector.alerting.config import BurnWindow
 from reach_collector.alerting.evaluation.state import Sample
 from reach_collector.alerting.inputs.data import AlertData
-from reach_collector.alerting.rules.base import K, _error_traces, _golden, _labels
+from reach_collector.alerting.rules.base import AgentWindowLinks, agent_labels
 from reach_collector.text.durations import format_duration_s
 
 __all__ = ["BurnRateRule", "burning"]
 
+K = TypeVar("K", bound=Hashable)  # what a burn is counted under: an agent, an edge
+
 
 @dataclass(frozen=True)
-class BurnRateRule:
+class BurnRateRule(AgentWindowLinks):
     """Multi-window multi-burn-rate on a success-rate SLO (SRE Workbook table 5-8).
 
     Breaches when, for any window pair, the error ratio over both the long and the short window
@@ -40,13 +40,6 @@ class BurnRateRule:
         """The fastest pair's long window (1h in the workbook's table): what a page links to."""
         return min((w.long_s for w in self.windows), default=3600.0)
 
-    @property
-    def generator_path(self) -> str:
-        return _golden(self.window_s)
-
-    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
-        return _error_traces(labels, active_at, self.window_s)
-
     def samples(self, now: float, data: AlertData) -> list[Sample]:
         def counts(window_s: float) -> dict[str, tuple[int, int]]:
             return {a: (s.calls, s.errors) for a, s in data.agent_stats(now, window_s).items()}
@@ -60,7 +53,7 @@ class BurnRateRule:
             pair = f"{format_duration_s(window.long_s)}/{format_duration_s(window.short_s)}"
             out.append(
                 Sample(
-                    _labels(agent, service),
+                    agent_labels(agent, service),
                     burn,
                     {
                         "summary": f"{agent}: error budget burning {burn:.1f}× over {pair} "

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from reach_collector.alerting._checks import count, duration, flag, number, only
 from reach_collector.alerting.config import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
 from reach_collector.alerting.evaluation.state import Sample
-from reach_collector.alerting.rules.base import _since
+from reach_collector.alerting.rules.base import since_breach
 from reach_collector.alerting.rules.burn_rate import burning
 from reach_collector.text.durations import format_duration_s
 
@@ -91,7 +91,7 @@ class EdgeSLORule:
         """The target's failed traces since the window that first breached."""
         target = labels.get("target")
         return (
-            {"agent": target, "status": "error", "since": _since(active_at, self.window_s)}
+            {"agent": target, "status": "error", "since": since_breach(active_at, self.window_s)}
             if target
             else None
         )

@@ -7,21 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from reach_collector.alerting.config import (
-    HEARTBEAT,
-    LATENCY,
-    SUCCESS_RATE,
-)
+from reach_collector.alerting.config import HEARTBEAT, LATENCY, SUCCESS_RATE
 from reach_collector.alerting.evaluation.state import Sample, iso
 from reach_collector.alerting.inputs.data import AlertData
-from reach_collector.alerting.rules.base import _enough, _error_traces, _golden, _labels, _since
+from reach_collector.alerting.rules.base import AgentWindowLinks, agent_labels, enough_calls, since_breach
 from reach_collector.text.durations import format_duration_s
 
 __all__ = ["HeartbeatLostRule", "LatencyRule", "SuccessRateRule", "agent_statuses"]
 
 
 @dataclass(frozen=True)
-class SuccessRateRule:
+class SuccessRateRule(AgentWindowLinks):
     """P0: per agent, (calls − errors) / calls over the trailing window < ``below``."""
 
     owner_label: ClassVar[str | None] = None  # paged by severity, not by owner
@@ -33,23 +29,16 @@ class SuccessRateRule:
     name: str = SUCCESS_RATE
     severity: str = "P0"
 
-    @property
-    def generator_path(self) -> str:
-        return _golden(self.window_s)
-
-    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
-        return _error_traces(labels, active_at, self.window_s)
-
     def samples(self, now: float, data: AlertData) -> list[Sample]:
         out = []
         for agent, stats in sorted(data.agent_stats(now, self.window_s).items()):
-            if not _enough(stats, self.min_calls):
+            if not enough_calls(stats, self.min_calls):
                 continue
             rate = (stats.calls - stats.errors) / stats.calls
             if rate < self.below:
                 out.append(
                     Sample(
-                        _labels(agent, stats.service),
+                        agent_labels(agent, stats.service),
                         rate,
                         {
                             "summary": f"{agent}: success rate {rate:.1%} over "
@@ -64,7 +53,7 @@ class SuccessRateRule:
 
 
 @dataclass(frozen=True)
-class LatencyRule:
+class LatencyRule(AgentWindowLinks):
     """P1: per agent, p99 over the trailing window > ``factor`` × the agent's threshold."""
 
     owner_label: ClassVar[str | None] = None  # paged by severity, not by owner
@@ -78,28 +67,28 @@ class LatencyRule:
     name: str = LATENCY
     severity: str = "P1"
 
-    @property
-    def generator_path(self) -> str:
-        return _golden(self.window_s)
-
     def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
         """A latency alert's failing traces are the slow ones: above the limit the rule compares."""
         agent = labels.get("agent")
         if not agent:
             return None
         limit = self.factor * self.thresholds.get(agent, self.default_threshold_ms)
-        return {"agent": agent, "min_duration_ms": f"{limit:g}", "since": _since(active_at, self.window_s)}
+        return {
+            "agent": agent,
+            "min_duration_ms": f"{limit:g}",
+            "since": since_breach(active_at, self.window_s),
+        }
 
     def samples(self, now: float, data: AlertData) -> list[Sample]:
         out = []
         for agent, stats in sorted(data.agent_stats(now, self.window_s).items()):
-            if not _enough(stats, self.min_calls) or stats.p99_ms is None:
+            if not enough_calls(stats, self.min_calls) or stats.p99_ms is None:
                 continue
             threshold = self.thresholds.get(agent, self.default_threshold_ms)
             if stats.p99_ms > self.factor * threshold:
                 out.append(
                     Sample(
-                        _labels(agent, stats.service),
+                        agent_labels(agent, stats.service),
                         stats.p99_ms,
                         {
                             "summary": f"{agent}: p99 {stats.p99_ms:.0f} ms over "
@@ -136,7 +125,7 @@ class HeartbeatLostRule:
             if age > self.after_s and not beat.stopped:
                 out.append(
                     Sample(
-                        _labels(agent, beat.service),
+                        agent_labels(agent, beat.service),
                         age,
                         {
                             "summary": f"{agent}: no heartbeat for {age:.0f} s (limit {self.after_s:g} s)",

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from reach_collector.query.handoff_outcome import outcomes_sql
 from reach_collector.query.owners import spans_table, walk_up
-from reach_collector.query.pricing import cost_usd
+from reach_collector.query.pricing import PriceTable
 from reach_collector.query.views import iso
 from reach_collector.store.base import TraceStore
 from reach_collector.store.dialect import dialect_of
@@ -350,6 +350,7 @@ def agent_tokens(
     rows = [(who, model, tin, tout) for (who, model), (tin, tout) in sums.items()]
     per: dict[str, dict[str, Any]] = {}
     unattributed = {"input_tokens": 0, "output_tokens": 0}
+    table = PriceTable(prices)
     for who, model, tin, tout in rows:
         tin, tout = int(tin), int(tout)
         if who is None:
@@ -360,7 +361,7 @@ def agent_tokens(
         entry["input_tokens"] += tin
         entry["output_tokens"] += tout
         if tin or tout:
-            cost = cost_usd(prices, model, tin, tout)
+            cost = table.usd(model, tin, tout)
             entry["models"].append(
                 {"model": model, "input_tokens": tin, "output_tokens": tout, "cost_usd": cost}
             )

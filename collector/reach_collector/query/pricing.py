@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["PriceTable", "Prices", "cost_usd"]
+__all__ = ["PriceTable", "Prices"]
 
 Prices = Mapping[str, Mapping[str, float]]  # as the config file writes it: {model: {input, output}}
 
@@ -26,8 +26,3 @@ class PriceTable:
         if price is None:
             return None
         return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
-
-
-def cost_usd(prices: Prices | None, model: str | None, input_tokens: int, output_tokens: int) -> float | None:
-    """USD for these tokens at ``prices``; None for a model not in the table."""
-    return PriceTable(prices).usd(model, input_tokens, output_tokens)

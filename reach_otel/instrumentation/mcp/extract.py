@@ -95,11 +95,17 @@ def is_tool_error(method: str, result: Any) -> bool:
 _MAX_ERROR_CHARS = 1024  # as an exception's message in a span's status
 
 
+def _plain(result: Any) -> Any:
+    """A ``tools/call`` result as the wire has it (camelCase keys): the SDK's model dumped, a dict as is."""
+    if hasattr(result, "model_dump"):
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return result
+
+
 def tool_error_message(result: Any) -> str:
     """What a failed tool said: the text of its result's content blocks (an MCP server puts the
     exception's message there), joined and cut to 1024 characters; "" when it said nothing."""
-    if hasattr(result, "model_dump"):
-        result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    result = _plain(result)
     blocks = result.get("content") if isinstance(result, Mapping) else None
     if not isinstance(blocks, list):
         return ""
@@ -109,8 +115,7 @@ def tool_error_message(result: Any) -> str:
 
 def tool_result(result: Any) -> Any:
     """What a tool returned, for content capture: its structured content, else its content blocks."""
-    if hasattr(result, "model_dump"):
-        result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    result = _plain(result)
     if not isinstance(result, Mapping):
         return None
     structured = result.get("structuredContent")

@@ -46,7 +46,8 @@ HOP_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 16.0)
 WRITE_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _WRITE_BOUNDS: Final = np.asarray(WRITE_BUCKETS)
 _HANDOFF_STATES: Final = frozenset(handoff_state.STATES)  # a status outside them is counted as OTHER
-_MODES: Final = frozenset({"delegate", "consult", "takeover", "escalate", "pass_control", "return_to_caller"})
+# aa-handoff/v1's modes and the conventions' transfer modes; another is counted as OTHER
+_MODES: Final = frozenset((*handoff_state.MODES, sc.TRANSFER_PASS_CONTROL, sc.TRANSFER_RETURN_TO_CALLER))
 _ALERT_STATES: Final = frozenset({"pending", "firing"})
 _PENDING_TRACES: Final = 100_000  # traces whose root has not arrived yet, for the hop histogram
 _LLM: Final = frozenset(sc.LLM_OPERATIONS)

@@ -1,5 +1,5 @@
 """`GET /api/alerts`, `POST /api/alerts/{fingerprint}/ack`, `POST /api/alerts/replay` and
-`GET /api/alerts/deliveries`: the live engine's alerts joined with the history kept in DuckDB.
+`GET /api/alerts/deliveries`: the live engine's alerts joined with the history kept in the store.
 
 An ack takes an empty body (a plain ``curl -X POST`` of the page's ack URL) or ``{"by", "comment"}``;
 acking an episode again answers 200 with ``already_acknowledged: true``."""

@@ -134,9 +134,14 @@ def connection_refused(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
 class CountingExporter(SpanExporter):
     """Wraps the OTLP exporter: counts spans it failed to send, keeps its retries quiet, can be abandoned."""
 
-    def __init__(self, inner: SpanExporter, endpoint: str, warn: RateLimitedWarning | None = None) -> None:
+    def __init__(
+        self, inner: SpanExporter, endpoint: str | None, warn: RateLimitedWarning | None = None
+    ) -> None:
         self.inner = inner
+        #: The OTLP endpoint ``init()`` made the exporter for; None for an application's own
+        #: exporter, whose destination reach_otel does not know and so never probes.
         self.endpoint = endpoint
+        self.destination = endpoint or type(inner).__name__
         self.warn = warn or RateLimitedWarning()
         self.failed = 0
         self.in_flight = 0
@@ -178,7 +183,7 @@ class CountingExporter(SpanExporter):
         """The SDK exporter logged a retry or a failure. A collector that refuses connections is
         treated as failing at once; one that answers (429/503 under load) gets its retries first."""
         self._error = message
-        if self.failing or not connection_refused(self.endpoint):
+        if self.failing or not self.refused():
             return
         self.failing = True
         self.warn(
@@ -190,16 +195,20 @@ class CountingExporter(SpanExporter):
             self.on_failure()
 
     def _reason(self, error: str | None) -> str:
-        if self.warn.due() and connection_refused(self.endpoint):
+        if self.warn.due() and self.refused():
             return "connection refused"
         return error or "export failed"
+
+    def refused(self) -> bool:
+        """Whether nothing listens at our OTLP endpoint (never, for an exporter of the application's)."""
+        return self.endpoint is not None and connection_refused(self.endpoint)
 
     def _report(self, n: int, error: str | None) -> None:
         self.warn(
             "reach_otel: could not export %d spans to %s (%s); %d spans not delivered so far. "
             "Retrying quietly, details at DEBUG.",
             n,
-            self.endpoint,
+            self.destination,
             self._reason(error),
             self.failed,
         )
@@ -277,10 +286,10 @@ class ReachBatchSpanProcessor(BatchSpanProcessor):
             if len(queue) >= limit:  # type: ignore[operator]
                 self._drop(1)
                 self.exporter.warn(
-                    "reach_otel: the span queue is full (%d spans; is the collector at %s down or slow?); "
+                    "reach_otel: the span queue is full (%d spans; is %s down or slow?); "
                     "%d spans not delivered so far",
                     len(queue),
-                    self.exporter.endpoint,
+                    self.exporter.destination,
                     self.dropped,
                 )
                 return
@@ -320,7 +329,7 @@ class ReachBatchSpanProcessor(BatchSpanProcessor):
         return lost + self.pending if self.exporter.abandoned else lost
 
     def _futile(self) -> bool:
-        return self.pending > 0 and connection_refused(self.exporter.endpoint)
+        return self.pending > 0 and self.exporter.refused()
 
     def force_flush(self, timeout_millis: int | None = None) -> bool:
         if self._futile():

@@ -139,13 +139,17 @@ def _setup(settings: Settings, explicit_provider: Any, exporter: SpanExporter | 
         owns = True
     processor: SpanProcessor | None = None
     if hasattr(provider, "add_span_processor"):
-        counting = CountingExporter(exporter or _make_exporter(settings), settings.endpoint)
+        # An exporter of the application's own is not ours to probe: the endpoint settings are not its.
+        if exporter is None:
+            counting = CountingExporter(_make_exporter(settings), settings.endpoint)
+            sends_to = f"{settings.endpoint} ({settings.protocol})"
+        else:
+            counting = CountingExporter(exporter, None)
+            sends_to = f"the application's {type(exporter).__name__}"
         processor = ReachBatchSpanProcessor(counting)
         provider.add_span_processor(processor)
         where = "a new TracerProvider" if owns else "the application's existing TracerProvider"
-        logger.info(
-            "reach_otel: exporting spans to %s (%s) via %s", settings.endpoint, settings.protocol, where
-        )
+        logger.info("reach_otel: exporting spans to %s via %s", sends_to, where)
     else:
         logger.info(
             "reach_otel: the application's TracerProvider (%s) takes no processors; left it alone",

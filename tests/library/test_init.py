@@ -6,6 +6,7 @@ Each case runs in a fresh interpreter: init() configures process-wide state by d
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -139,6 +140,29 @@ def test_existing_provider_is_kept_and_gets_our_exporter() -> None:
         assert out.stdout.strip() == "2"
         assert len(sink.wait_for(2)) == 2
     assert "the application's existing TracerProvider" in out.stderr
+
+
+def test_an_exporter_of_the_apps_own_is_never_gated_on_the_default_endpoint() -> None:
+    """init(exporter=...) sends to that exporter alone: the OTLP endpoint settings are not its, so
+    nothing refusing there holds its spans back at flush() or counts them lost at exit."""
+    with socket.socket() as refusing:  # bound, never listened on: connections to it are refused
+        refusing.bind(("127.0.0.1", 0))
+        port = refusing.getsockname()[1]
+        out = run_app(
+            """
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+            mine = InMemorySpanExporter()
+            reach_otel.init(service_name="x", exporter=mine)
+            for _ in range(5):
+                billing()
+            print(reach_otel.flush(timeout=5), len(mine.get_finished_spans()))
+            """,
+            env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},
+        )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "10"]
+    assert "not exported" not in out.stderr and "refuses connections" not in out.stderr
+    assert "exporting spans to the application's InMemorySpanExporter" in out.stderr
 
 
 def test_foreign_provider_without_processors_is_left_alone() -> None:

@@ -56,9 +56,7 @@ def first_line(node: str) -> None:
 
 
 async def use_tools(tool: str, arguments: dict[str, Any]) -> str:
-    server = StdioServerParameters(
-        command=sys.executable, args=[str(TOOLS)], env={"OTEL_SERVICE_NAME": "desk-tools"}
-    )
+    server = StdioServerParameters(command=sys.executable, args=[str(TOOLS)])  # it names itself
     async with Client(server) as client:
         listed = await client.list_tools()
         assert tool in {t.name for t in listed.tools}

@@ -33,6 +33,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 
+from reach_otel import semconv as sc
 from reach_otel.instrumentation.httpx import HTTPXInstrumentor
 from reach_otel.instrumentation.langgraph import LangGraphInstrumentor, references
 from reach_otel.testing.fake_llm import FakeLLMServer
@@ -42,6 +43,7 @@ sys.path.insert(0, str(HERE))
 import langgraph_apps as apps  # noqa: E402
 
 APP = HERE / "langgraph_one_trace_app.py"
+TOOLS_SERVICE = "langgraph_one_trace_tools"  # the stdio tools server's script
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
@@ -399,6 +401,12 @@ def test_a_supervisor_app_whose_workers_call_mcp_and_http_first_is_one_trace_per
             return len(served) == 2 and len([s for s in spans if s["name"] == "invoke_workflow desk"]) == 2
 
         traces = _wait_settled(collector, ready)
+        by_tool = collector.get("/api/metrics/golden", by="tool", window="15m")["groups"]
+        by_operation = collector.get("/api/metrics/golden", by="operation", window="15m")["groups"]
+
+    # Each MCP call once, though both its sides are traced (the served side under the caller's).
+    assert {g["key"]: g["calls"] for g in by_tool} == {"get_forecast": 1, "get_budget": 1}
+    assert {g["key"]: g["calls"] for g in by_operation}[sc.OP_TOOL] == 2
 
     # Exactly one trace per request: nothing the workers did before their model call is a root of its own.
     assert len(traces) == 2, [[s["name"] for s in t["roots"]] for t in traces]
@@ -441,5 +449,6 @@ def test_a_supervisor_app_whose_workers_call_mcp_and_http_first_is_one_trace_per
         assert worker_chat["start_time_unix_nano"] > http_call["start_time_unix_nano"]
         # The tools server continued the trace: its tool span under the worker's MCP call.
         (served,) = [s for s in spans if s["name"] == f"tools/call {tool}" and s["kind"] == "SERVER"]
-        assert served["service"] == "desk-tools"
+        # Named after its own script, not after the app that started it (--service-name desk).
+        assert served["service"] == TOOLS_SERVICE
         assert by_id[served["parent_span_id"]]["parent_span_id"] == agent["span_id"]

@@ -472,5 +472,11 @@ def test_a_stdio_server_inherits_the_configuration() -> None:
         {"OTEL_SERVICE_NAME": "tools", "PYTHONPATH": "/x"}, ["python3", "s.py"], parent
     )
     assert mine["OTEL_SERVICE_NAME"] == "tools" and mine["PYTHONPATH"] == "/x"
+    # A name given to the app (--service-name, or exported) is the app's, not its server's.
+    named = stdio_env.child_env(
+        None, ["python3", "-m", "desk.tools"], {**parent, "_REACH_OTEL_RUN_SERVICE": ""}
+    )
+    assert named["OTEL_SERVICE_NAME"] == "desk.tools"
     outside_run = stdio_env.child_env(None, ["python3", "s.py"], {"OTEL_SERVICE_NAME": "desk"})
-    assert outside_run == {"OTEL_SERVICE_NAME": "desk"}
+    assert outside_run["OTEL_SERVICE_NAME"] == "s"
+    assert stdio_env.child_env(None, ["python3", "s.py"], {}) == {}

@@ -272,3 +272,28 @@ def test_timeseries_rejects_bad_arguments(seeded: tuple[DuckDBStore, list[dict[s
         metrics.timeseries(store, NOW_NS, NOW_NS - 600 * S, 60, "latency", "agent")
     with pytest.raises(ValueError, match="too many points"):
         metrics.timeseries(store, NOW_NS, NOW_NS - 86400 * S, 1, "calls", "agent")
+
+
+def test_a_tool_call_traced_on_both_sides_counts_once(tmp_path: Path) -> None:
+    """§11: the caller's CLIENT span counts the call; the server's SERVER span under it does not. A
+    served call with no traced caller (no parent) counts, and errors follow the counted side."""
+    store = DuckDBStore(tmp_path / "traces.duckdb")
+    try:
+        rows = []
+        for error in (False, True):
+            trace, client = new_trace_id(), new_span_id()
+            rows.append(span(trace, operation=sc.OP_TOOL, end_ns=NOW_NS - S, tool="get_forecast",
+                             kind=3, span_id=client, error=error))  # fmt: skip
+            rows.append(span(trace, operation=sc.OP_TOOL, end_ns=NOW_NS - 2 * S, tool="get_forecast",
+                             kind=2, parent=client, error=error))  # fmt: skip
+        rows.append(span(new_trace_id(), operation=sc.OP_TOOL, end_ns=NOW_NS - S, tool="get_budget", kind=2))
+        write(store, rows)
+        got = metrics.golden(store, NOW_NS, WINDOW_S, by="tool")
+        assert {g["key"]: (g["calls"], g["errors"]) for g in got["groups"]} == {
+            "get_forecast": (2, 1),
+            "get_budget": (1, 0),
+        }
+        ops = metrics.golden(store, NOW_NS, WINDOW_S, by="operation")["groups"]
+        assert [(g["key"], g["calls"]) for g in ops] == [(sc.OP_TOOL, 3)]
+    finally:
+        store.close()

@@ -36,12 +36,18 @@ _QUANTILES: Final = (0.5, 0.95, 0.99)
 MAX_POINTS: Final = 11_000  # per series, as Prometheus' query_range
 
 _LLM_IN: Final = "(" + ", ".join("?" * len(sc.LLM_OPERATIONS)) + ")"
+_SERVER: Final = 2  # OTLP SPAN_KIND_SERVER
+# One count per tool call (§11). When both sides of a remote tool call (MCP's tools/call) are
+# traced, the conventions keep two execute_tool spans: the caller's CLIENT span and, under it, the
+# server's SERVER span. The call counts once, on the calling side: a SERVER execute_tool span with
+# a parent (the caller's span, counted) is left out; one with no parent (an untraced caller) counts.
+_SERVED_CALL: Final = f"(operation = '{sc.OP_TOOL}' AND kind = {_SERVER} AND parent_span_id IS NOT NULL)"
 # by → (group column, the calls it counts, their parameters). Columns come from this table only.
 _GROUPINGS: Final[dict[str, tuple[str, str, tuple[str, ...]]]] = {
     "agent": ("agent", "operation = ?", (sc.OP_AGENT,)),
-    "tool": ("tool", "operation = ?", (sc.OP_TOOL,)),
+    "tool": ("tool", f"operation = ? AND NOT {_SERVED_CALL}", (sc.OP_TOOL,)),
     "model": ("model", f"operation IN {_LLM_IN}", tuple(sc.LLM_OPERATIONS)),
-    "operation": ("operation", "operation IS NOT NULL", ()),
+    "operation": ("operation", f"operation IS NOT NULL AND NOT {_SERVED_CALL}", ()),
     "service": ("service", "operation = ?", (sc.OP_AGENT,)),
 }
 BY_VALUES: Final = tuple(_GROUPINGS)

@@ -3,8 +3,9 @@
 The SDK starts a stdio server with a minimal environment (``PATH``, ``HOME``...), which would drop
 what configures reach_otel. The variables a plain subprocess would inherit are passed on —
 ``OTEL_*``, ``REACH_OTEL_*`` and, under ``reach-otel run``, its start-up hook on ``PYTHONPATH`` —
-so the server's spans reach the same place; a service name ``reach-otel run`` derived for the
-client is derived afresh for the server's command. Keys the app set for the server win.
+so the server's spans reach the same place. The server is a service of its own: it is named after
+its command (``tools_server`` for ``python tools_server.py``), not after the client, unless the app
+set ``OTEL_SERVICE_NAME`` in the server's environment. Keys the app set for the server win.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def child_env(
     under_run = parent.get(AUTO_ENV) == "1" and hook in parent.get("PYTHONPATH", "").split(os.pathsep)
     if under_run and "PYTHONPATH" not in out:
         out["PYTHONPATH"] = hook
-    derived = parent.get(_DERIVED_ENV)
-    if derived and _SERVICE not in given and out.get(_SERVICE) == derived and command:
+    if _SERVICE in out and _SERVICE not in given and command:
+        # The parent's name (derived by ``reach-otel run``, given with --service-name or exported)
+        # names the app, not the server it starts: the server is named after its own command.
         out[_SERVICE] = out[_DERIVED_ENV] = derived_service_name(list(command))
     return out
 

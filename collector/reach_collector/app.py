@@ -25,6 +25,7 @@ from reach_collector.api import health, otlp, traces, ui
 from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
 from reach_collector.api.body_deadline import BodyDeadline
+from reach_collector.api.causes import causes_router
 from reach_collector.api.fence import SiteFence
 from reach_collector.api.heartbeats import heartbeats_router
 from reach_collector.api.limits import UrlLimitMiddleware
@@ -157,6 +158,7 @@ def create_app(
     app.include_router(tempo_router(store, clock))
     app.include_router(metrics_router(store, clock, settings.prices))
     app.include_router(topology_router(store, clock, settings.prices))
+    app.include_router(causes_router(store, clock, settings.prices))
     app.include_router(metrics_endpoint(exposition))
     app.include_router(heartbeats_router(store, writer, engine, exposition, clock))
     app.include_router(alerts_router(engine, history))

@@ -57,12 +57,16 @@ def iso(ns: int) -> str:
 
 
 def _load(text: str | None, empty: Any) -> Any:
+    """A stored JSON column's value (``empty`` when there is none), read as the trace view reads it."""
     if not text:
         return empty
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:  # NaN, Infinity, integers beyond 64 bits: the stdlib takes them
         return json.loads(text)
+
+
+load_json = _load  # the public name (query.cause reads handoff attributes and events with it)
 
 
 def dumps(value: Any) -> bytes:

@@ -91,6 +91,7 @@ function graphFor(model, colors, select) {
   const firstRun = (agent) => model.rows.findIndex((r) => r.type === "agent" && r.agent === agent);
   return agentGraph(nodes, edges, {
     title: `agents and handoffs of trace ${model.traceId}`,
+    fit: { width: 416, height: 280 }, // the side panel (console.css .side)
     onNode: (v) => select(firstRun(v.id)),
     onEdge: (e) => select(e.rows[0] ?? -1),
   });

@@ -1,15 +1,18 @@
 // An agent graph as SVG: agents as nodes, handoffs as arrows coloured by their main outcome and
-// labelled with counts, failures and hops. Layered left to right from the first agent; an edge
-// within a column arcs to its right, an edge going back (a ping-pong, a return to the caller) arcs
-// below every node. Every label is an SVG text node.
+// labelled with counts, failures and hops. dagre lays it out (ranks, the order within a rank that
+// crosses least, and a place for each edge's label on that edge); the edges are then drawn through
+// dagre's points, straight across a rank and curved only in the gaps between ranks, where no agent
+// is, so no edge runs through an agent it does not start or end at. Every label is SVG text.
 
 import { s } from "../dom.js";
+import dagre from "../vendor/dagre.js";
 
-const NODE_W = 200;
 const NODE_H = 46;
-const COL_GAP = 320;
-const ROW_GAP = 72;
-const MARGIN = 16;
+const NODE_MIN_W = 150;
+const NODE_MAX_W = 260;
+const LABEL_H = 16; // 11px type on its ground (console.css .edge-label)
+const LOOP_ROOM = 26 + LABEL_H; // above an agent that hands off to itself: the loop and its label
+const MARGIN = 12;
 export const OUTCOME_COLORS = {
   committed: "#2e7d32",
   failed: "#d62728",
@@ -40,163 +43,160 @@ export function edgeOutcome(statuses) {
   return most > 0 ? best : "unknown";
 }
 
-function layers(nodes, edges) {
-  const out = new Map();
-  const next = new Map(nodes.map((v) => [v.id, []]));
-  for (const e of edges) if (e.source !== e.target && next.has(e.source)) next.get(e.source).push(e.target);
-  // Start from the agents that hand off more than they receive (the entry points), in that order;
-  // agents with no handoff at all come last.
-  const score = new Map(nodes.map((v) => [v.id, 0]));
-  const linked = new Set();
-  for (const e of edges) {
-    if (e.source === e.target) continue;
-    score.set(e.source, (score.get(e.source) ?? 0) - (e.count || 1));
-    score.set(e.target, (score.get(e.target) ?? 0) + (e.count || 1));
-    linked.add(e.source).add(e.target);
-  }
-  const order = new Map(nodes.map((v, i) => [v.id, i]));
-  const starts = [...nodes].sort(
-    (a, b) => Number(!linked.has(a.id)) - Number(!linked.has(b.id)) || score.get(a.id) - score.get(b.id) || order.get(a.id) - order.get(b.id),
-  );
-  for (const start of starts) {
-    if (out.has(start.id)) continue;
-    out.set(start.id, 0);
-    const queue = [start.id];
-    while (queue.length) {
-      const id = queue.shift();
-      for (const t of next.get(id) || []) {
-        if (!out.has(t)) {
-          out.set(t, out.get(id) + 1);
-          queue.push(t);
-        }
-      }
-    }
-  }
-  return out;
-}
-
 let measurer = null; // a canvas context, only to measure text (the drawing is SVG)
+
+/** The width of ``text`` in ``font``: measured in the page's font, else estimated from its length. */
+function textWidth(text, font, perChar) {
+  try {
+    measurer ??= document.createElement("canvas").getContext("2d");
+    measurer.font = font;
+    const w = measurer.measureText(text).width;
+    if (w > 0) return w;
+  } catch {
+    // no canvas: estimate
+  }
+  return text.length * perChar;
+}
 
 function clip(text, max) {
   const t = String(text);
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 
-/** ``text`` cut (with an ellipsis) to fit ``width`` in ``font``, as measured; by count without a canvas. */
-function fit(text, width, font, max) {
-  let t = clip(text, max);
-  try {
-    measurer ??= document.createElement("canvas").getContext("2d");
-    measurer.font = font;
-    while (t.length > 2 && measurer.measureText(t).width > width) t = `${t.slice(0, -2)}…`;
-  } catch {
-    // no canvas: the count above
-  }
+/** ``text`` cut (with an ellipsis) to fit ``width`` in ``font`` (the full text is the node's title). */
+function fit(text, width, font) {
+  let t = String(text);
+  while (t.length > 2 && textWidth(t, font, 7.5) > width) t = `${t.slice(0, -2)}…`;
   return t;
 }
 
-function bezier(p0, p1, p2, p3, t) {
-  const u = 1 - t;
-  return [
-    u * u * u * p0[0] + 3 * u * u * t * p1[0] + 3 * u * t * t * p2[0] + t * t * t * p3[0],
-    u * u * u * p0[1] + 3 * u * u * t * p1[1] + 3 * u * t * t * p2[1] + t * t * t * p3[1],
-  ];
-}
-
-// Where along an edge its label may sit, in order of preference (t of the edge's curve).
-const ALONG = [0.6, 0.5, 0.7, 0.4, 0.75, 0.3, 0.8, 0.25, 0.85, 0.2];
-// Text and its white halo around the baseline: 11px type (console.css .edge-label).
-const LABEL_UP = 11;
-const LABEL_DOWN = 4;
-const LABEL_PAD = 3;
-
-/** The width of an edge label as drawn: measured in the page's font, else estimated. */
-function labelWidth(text, font) {
-  try {
-    measurer ??= document.createElement("canvas").getContext("2d");
-    measurer.font = font;
-    const w = measurer.measureText(text).width;
-    if (w > 0) return w + 4; // + the halo's stroke
-  } catch {
-    // no canvas: estimate
+/**
+ * Lay the graph out with dagre, ranks along ``rankdir``; every edge (but a self-loop, drawn above
+ * its agent in room kept for it) carries its label's box, which dagre places on the edge's path.
+ */
+function layout(nodes, edges, rankdir) {
+  const g = new dagre.graphlib.Graph({ multigraph: true });
+  g.setGraph({ rankdir, nodesep: 22, edgesep: 14, ranksep: 64, marginx: MARGIN, marginy: MARGIN });
+  for (const v of nodes) {
+    const loopW = v.loopLabel ? v.loopLabel.width + 8 : 0;
+    g.setNode(v.id, { width: Math.max(v.width, loopW), height: NODE_H + (v.loopLabel ? LOOP_ROOM : 0) });
   }
-  return text.length * 6.8 + 4;
-}
-
-function boxAt([x, y], width, anchor) {
-  const left = anchor === "start" ? x : anchor === "end" ? x - width : x - width / 2;
-  return { left, right: left + width, top: y - LABEL_UP, bottom: y + LABEL_DOWN };
-}
-
-function overlap(a, b) {
-  const w = Math.min(a.right, b.right) - Math.max(a.left, b.left) + LABEL_PAD;
-  const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) + LABEL_PAD;
-  return w > 0 && h > 0 ? w * h : 0;
+  edges.forEach((e, i) => {
+    if (e.source === e.target) return;
+    // The busier an edge, the straighter dagre keeps it.
+    g.setEdge(e.source, e.target, { width: e.labelWidth, height: LABEL_H, labelpos: "c", weight: 1 + Math.log2(1 + (e.count || 1)) }, String(i));
+  });
+  dagre.layout(g);
+  return g;
 }
 
 /**
- * The first of `candidates` ([x, y, anchor], y the text's baseline) whose box meets no box in
- * `taken` (nodes and the labels placed before); where every one meets something, the one that
- * covers least. The chosen box joins `taken`.
+ * The path of an edge through dagre's points: a point in a rank becomes a straight run across that
+ * rank's band (as wide as its widest agent or label) at the point's height, and consecutive runs are
+ * joined by curves that stay in the gap between two bands, where there are no agents.
  */
-function place(taken, candidates, width) {
-  let best = null;
-  let least = Infinity;
-  for (const [x, y, anchor] of candidates) {
-    const box = boxAt([x, y], width, anchor);
-    const covered = taken.reduce((sum, b) => sum + overlap(box, b), 0);
-    if (covered < least) {
-      best = { x, y, anchor, box };
-      least = covered;
-      if (covered === 0) break;
+function route(g, e, horizontal) {
+  const main = horizontal ? "x" : "y";
+  const cross = horizontal ? "y" : "x";
+  const size = horizontal ? "width" : "height";
+  const bands = new Map(); // a rank's position on the main axis → half its band
+  const band = (at, half) => {
+    const key = Math.round(at);
+    bands.set(key, Math.max(bands.get(key) ?? 0, half));
+  };
+  for (const v of g.nodes()) band(g.node(v)[main], g.node(v)[size] / 2);
+  for (const ed of g.edges()) {
+    const l = g.edge(ed);
+    if (l.x !== undefined) band(l[main], l[size] / 2);
+  }
+  const label = g.edge(e.source, e.target, e.name);
+  const a = g.node(e.source);
+  const b = g.node(e.target);
+  const mids = label.points.slice(1, -1);
+  const dir = Math.sign(b[main] - a[main]) || 1;
+  const pt = (m, c) => (horizontal ? [m, c] : [c, m]);
+  // Where it leaves and enters an agent: the side facing the way it goes, at about the height
+  // dagre chose (the drawn box: below the room kept for a self-loop), kept off the corners.
+  const side = (box, towards, sign) => {
+    const low = box[cross] - box.crossSize / 2 + 8;
+    const high = box[cross] + box.crossSize / 2 - 8;
+    return [box[main] + sign * (box.mainSize / 2), Math.min(high, Math.max(low, towards))];
+  };
+  const [sm, sc] = side(e.sourceBox, (mids[0] ?? label.points[label.points.length - 1])[cross], dir);
+  const [em, ec] = side(e.targetBox, (mids[mids.length - 1] ?? label.points[0])[cross], -dir);
+  const runs = [[sm, sc]];
+  const own = (v) => bands.get(Math.round(v[main])) ?? v[size] / 2;
+  runs.push([a[main] + dir * own(a), sc]); // out of its own rank's band before turning
+  for (const p of mids) {
+    const half = bands.get(Math.round(p[main])) ?? 0;
+    runs.push([p[main] - dir * half, p[cross]], [p[main] + dir * half, p[cross]]);
+  }
+  runs.push([b[main] - dir * own(b), ec], [em, ec]);
+  let d = `M${pt(...runs[0]).join(",")}`;
+  for (let i = 1; i < runs.length; i++) {
+    const [m0, c0] = runs[i - 1];
+    const [m1, c1] = runs[i];
+    if (Math.abs(m1 - m0) < 0.01 && Math.abs(c1 - c0) < 0.01) continue;
+    if (Math.abs(c1 - c0) < 0.5) {
+      d += ` L${pt(m1, c1).join(",")}`;
+    } else {
+      const mid = (m0 + m1) / 2; // both handles level: the curve never leaves the gap [m0, m1]
+      d += ` C${pt(mid, c0).join(",")} ${pt(mid, c1).join(",")} ${pt(m1, c1).join(",")}`;
     }
   }
-  taken.push(best.box);
-  return best;
+  return d;
 }
 
-/** Label spots on a curve: on it (the halo hides the line) and just above and below it. */
-function alongCurve(p, order = ALONG) {
-  return order.flatMap((t) => {
-    const [x, y] = bezier(...p, t);
-    return [
-      [x, y + 4, "middle"],
-      [x, y - 6, "middle"],
-      [x, y + 15, "middle"],
-    ];
-  });
+function round(n) {
+  return Math.round(n * 10) / 10;
 }
 
 /**
- * @param nodes [{id, color, sub: string, error: bool}]
- * @param edges [{source, target, count, statuses: {status: count}, label: string, dashed: bool, loop: bool}]
+ * @param nodes [{id, color, sub: string, error: bool, title?: string}]
+ * @param edges [{source, target, count, statuses: {status: count}, label: string, title?: string, dashed: bool, loop: bool}]
+ * @param fit   the room the drawing is shown in: of the two directions, the one drawn larger in it
  */
-export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent graph", onNode = null, onEdge = null } = {}) {
+export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent graph", onNode = null, onEdge = null, fit: room = { width: 1200, height: 520 } } = {}) {
   const prefix = `g${++graphs}`;
-  const layer = layers(nodes, edges);
-  const columns = new Map();
-  for (const v of nodes) {
-    const l = layer.get(v.id) ?? 0;
-    if (!columns.has(l)) columns.set(l, []);
-    columns.get(l).push(v);
+  const family = (typeof getComputedStyle === "function" && getComputedStyle(document.body).fontFamily) || "sans-serif";
+  const nameFont = `650 13px ${family}`;
+  const subFont = `11px ${family}`;
+  const labelFont = `600 11px ${family}`;
+  const known = new Set(nodes.map((v) => v.id));
+  const shown = edges
+    .filter((e) => known.has(e.source) && known.has(e.target))
+    .map((e, i) => {
+      const text = clip(`${e.loop ? "⟳ " : ""}${e.label}`, 40);
+      return { ...e, text, name: String(i), labelWidth: Math.ceil(textWidth(text, labelFont, 6.8)) + 10 };
+    });
+  const selfLoops = new Map(shown.filter((e) => e.source === e.target).map((e) => [e.source, e]));
+  const laid = nodes.map((v) => {
+    const wanted = Math.max(textWidth(String(v.id), nameFont, 8) + 24, textWidth(String(v.sub || ""), subFont, 6.5) + 22);
+    const width = Math.ceil(Math.min(NODE_MAX_W, Math.max(NODE_MIN_W, wanted)));
+    const loop = selfLoops.get(v.id);
+    return { ...v, width, loopLabel: loop ? { width: loop.labelWidth } : null };
+  });
+  // Both directions, kept is the one shown larger in the room it has (ties: left to right).
+  let g = null;
+  let horizontal = true;
+  let best = -1;
+  for (const rankdir of ["LR", "TB"]) {
+    const candidate = layout(laid, shown, rankdir);
+    const { width, height } = candidate.graph();
+    const scale = Math.min(1, room.width / width, room.height / height);
+    if (scale > best + 1e-6) {
+      [g, horizontal, best] = [candidate, rankdir === "LR", scale];
+    }
   }
-  const tallest = Math.max(1, ...[...columns.values()].map((c) => c.length));
-  const lowest = new Map([...columns].map(([l, column]) => [l, column[column.length - 1].id])); // column → its bottom agent
-  const lx = (e) => layer.get(e.target) ?? 0;
-  const ls = (e) => layer.get(e.source) ?? 0;
-  const back = edges.filter((e) => e.source !== e.target && lx(e) < ls(e));
-  const sameColumn = edges.some((e) => e.source !== e.target && lx(e) === ls(e));
-  const selfLoop = edges.some((e) => e.source === e.target);
-  const top = MARGIN + (selfLoop ? 34 : 8);
-  const bottomOfNodes = top + NODE_H + (tallest - 1) * ROW_GAP;
-  const width = MARGIN * 2 + NODE_W + Math.max(0, columns.size - 1) * COL_GAP + (sameColumn ? 180 : 0);
-  const height = bottomOfNodes + MARGIN + (back.length ? 30 + 14 * back.length : 0);
-  const pos = new Map();
-  for (const [l, column] of columns) {
-    const offset = ((tallest - column.length) * ROW_GAP) / 2;
-    column.forEach((v, i) => pos.set(v.id, { x: MARGIN + l * COL_GAP, y: top + offset + i * ROW_GAP }));
+  const { width, height } = g.graph();
+  const boxes = new Map(); // an agent's drawn box (below the room kept for its self-loop)
+  for (const v of laid) {
+    const n = g.node(v.id);
+    const top = n.y - n.height / 2 + (v.loopLabel ? LOOP_ROOM : 0);
+    boxes.set(v.id, { left: n.x - v.width / 2, top, width: v.width, x: n.x, y: top + NODE_H / 2, mainSize: horizontal ? v.width : NODE_H, crossSize: horizontal ? NODE_H : v.width });
   }
-  const svg = s("svg", { id, class: "graph", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title, width, height, preserveAspectRatio: "xMidYMin meet" });
+
+  const svg = s("svg", { id, class: "graph", viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, role: "img", "aria-label": title, width: Math.ceil(width), height: Math.ceil(height), preserveAspectRatio: "xMidYMin meet" });
   const defs = s("defs");
   for (const [name, colour] of Object.entries(OUTCOME_COLORS)) {
     defs.append(
@@ -212,74 +212,29 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
   const labelLayer = s("g", { class: "edge-labels" });
   const nodeLayer = s("g", { class: "nodes" });
   svg.append(edgeLayer, nodeLayer, labelLayer);
-  const pairs = new Set(edges.map((e) => `${e.source}\u0000${e.target}`));
-  let backIndex = 0;
-  // Labels keep off the nodes and each other (SPEC §14: a graph a new user reads at a glance).
-  const taken = [...pos.values()].map((p) => ({ left: p.x, right: p.x + NODE_W, top: p.y, bottom: p.y + NODE_H }));
-  const family = (typeof getComputedStyle === "function" && getComputedStyle(document.body).fontFamily) || "sans-serif";
-  const font = `600 11px ${family}`;
-  const labels = [];
-  let [minX, minY, maxX, maxY] = [0, 0, width, height]; // grows to hold every line and label
 
-  for (const e of edges) {
-    const a = pos.get(e.source);
-    const b = pos.get(e.target);
-    if (!a || !b) continue;
+  for (const e of shown) {
     const outcome = edgeOutcome(e.statuses);
     const colour = OUTCOME_COLORS[outcome];
-    let p;
-    let spots; // where its label may go, best first: [x, baseline y, text-anchor]
+    let d;
+    let at; // the label's centre
     if (e.source === e.target) {
-      const x = a.x + NODE_W / 2;
-      p = [[x - 16, a.y], [x - 34, a.y - 34], [x + 34, a.y - 34], [x + 16, a.y]];
-      spots = [[x + 30, a.y - 22, "start"], [x - 30, a.y - 22, "end"], [x, a.y - 30, "middle"]];
-    } else if (lx(e) > ls(e)) {
-      const bend = pairs.has(`${e.target}\u0000${e.source}`) ? -7 : 0;
-      const x1 = a.x + NODE_W;
-      const y1 = a.y + NODE_H / 2 + bend;
-      const x2 = b.x;
-      const y2 = b.y + NODE_H / 2 + bend;
-      const mid = (x1 + x2) / 2;
-      p = [[x1, y1], [mid, y1], [mid, y2], [x2 - 1, y2]];
-      spots = alongCurve(p);
-      // Where the gap between the columns is narrower than the label: above the pair, else below.
-      const above = Math.min(a.y, b.y) - LABEL_DOWN - LABEL_PAD - 2;
-      const below = Math.max(a.y, b.y) + NODE_H + LABEL_UP + LABEL_PAD + 2;
-      spots.push([mid, above, "middle"], [mid, above - 15, "middle"], [mid, below, "middle"]);
-    } else if (lx(e) === ls(e)) {
-      const x = a.x + NODE_W;
-      const y1 = a.y + NODE_H / 2 + 6;
-      const y2 = b.y + NODE_H / 2 - 6;
-      // An edge up the column arcs wider than one down it, so a pair reads as two arcs.
-      const reach = 36 + Math.abs(y2 - y1) * 0.25 + (y2 < y1 ? 26 : 0);
-      p = [[x, y1], [x + reach, y1], [x + reach, y2], [x + 1, y2]];
-      const [ax, ay] = bezier(...p, 0.5);
-      spots = [0, -13, 13, -26, 26, -39, 39].map((dy) => [ax + 6, ay + 4 + dy, "start"]);
-      spots.push(...alongCurve(p, [0.5, 0.35, 0.65, 0.25, 0.75]));
+      // A loop on the agent's top edge, its label above it, in the room the layout kept there.
+      const box = boxes.get(e.source);
+      const [x, y] = [box.x, box.top];
+      d = `M${round(x - 16)},${round(y)} C${round(x - 30)},${round(y - 26)} ${round(x + 30)},${round(y - 26)} ${round(x + 16)},${round(y)}`;
+      at = [x, y - 26 - LABEL_H / 2 + 2];
     } else {
-      // Below every node; from (to) an agent with others under it, leave (enter) by its left
-      // side, so the line does not run behind them and read as an edge between them.
-      const drop = bottomOfNodes + 18 + 14 * backIndex++;
-      const x1 = a.x + NODE_W / 2 - 10;
-      const x2 = b.x + NODE_W / 2 + 10;
-      const start = lowest.get(ls(e)) === e.source ? [[x1, a.y + NODE_H], [x1, drop + 8]] : [[a.x, a.y + NODE_H - 10], [a.x - 60, drop + 8]];
-      const end = lowest.get(lx(e)) === e.target ? [[x2, drop + 8], [x2, b.y + NODE_H + 1]] : [[b.x - 60, drop + 8], [b.x - 1, b.y + NODE_H - 10]];
-      p = [...start, ...end];
-      spots = alongCurve(p, [0.5, 0.4, 0.6, 0.3, 0.7]);
+      const l = g.edge(e.source, e.target, e.name);
+      d = route(g, { ...e, sourceBox: boxes.get(e.source), targetBox: boxes.get(e.target) }, horizontal);
+      at = [l.x, l.y];
     }
-    const [p0, p1, p2, p3] = p;
-    for (const [x, y] of p) {
-      // A curve stays inside its control points' hull.
-      minX = Math.min(minX, x - 4);
-      maxX = Math.max(maxX, x + 4);
-      maxY = Math.max(maxY, y + 4);
-    }
-    const d = `M${p0[0]},${p0[1]} C${p1[0]},${p1[1]} ${p2[0]},${p2[1]} ${p3[0]},${p3[1]}`;
-    const g = s("g", { class: `edge o-${outcome}${e.dashed ? " inferred" : ""}`, "data-source": e.source, "data-target": e.target, "data-count": String(e.count ?? 1) });
-    g.append(
+    const group = s("g", { class: `edge o-${outcome}${e.dashed ? " inferred" : ""}`, "data-source": e.source, "data-target": e.target, "data-count": String(e.count ?? 1) });
+    group.append(
       s("title", null, `${e.source} → ${e.target}: ${e.title ?? e.label}`),
       s("path", {
         d,
+        class: "edge-line",
         fill: "none",
         stroke: colour,
         "stroke-width": String(Math.min(4.5, 1.5 + Math.log2(e.count || 1) * 0.6)),
@@ -288,49 +243,34 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       }),
     );
     if (onEdge) {
-      g.append(s("path", { d, fill: "none", stroke: "transparent", "stroke-width": "12", "pointer-events": "stroke", class: "hit" }));
-      g.classList.add("clickable");
-      g.addEventListener("click", () => onEdge(e));
+      group.append(s("path", { d, fill: "none", stroke: "transparent", "stroke-width": "12", "pointer-events": "stroke", class: "hit" }));
+      group.classList.add("clickable");
+      group.addEventListener("click", () => onEdge(e));
     }
-    edgeLayer.append(g);
-    const label = clip(`${e.loop ? "⟳ " : ""}${e.label}`, 34);
-    labels.push({ e, label, outcome, colour, spots, width: labelWidth(label, font) });
+    edgeLayer.append(group);
+    // The label on its own edge, on a light ground that hides the line under its letters.
+    const [cx, cy] = at;
+    labelLayer.append(
+      s("rect", { x: round(cx - e.labelWidth / 2 + 1), y: round(cy - LABEL_H / 2 + 1), width: e.labelWidth - 2, height: LABEL_H - 2, rx: "3", class: "edge-label-ground" }),
+      s("text", { x: round(cx), y: round(cy + 4), class: `edge-label o-${outcome}`, "text-anchor": "middle", fill: colour, "data-source": e.source, "data-target": e.target }, s("title", null, `${e.source} → ${e.target}: ${e.title ?? e.label}`), e.text),
+    );
   }
-  // The busiest edges choose their spots first.
-  labels.sort((x, y) => (y.e.count ?? 1) - (x.e.count ?? 1));
-  for (const l of labels) {
-    const at = place(taken, l.spots, l.width);
-    minX = Math.min(minX, at.box.left - 2);
-    maxX = Math.max(maxX, at.box.right + 2);
-    minY = Math.min(minY, at.box.top - 2);
-    maxY = Math.max(maxY, at.box.bottom + 2);
-    // A light ground under the text: the lines it sits on do not run through its letters.
-    const b = at.box;
-    labelLayer.append(s("rect", { x: (b.left + 1).toFixed(1), y: (b.top + 1).toFixed(1), width: (b.right - b.left - 2).toFixed(1), height: (b.bottom - b.top - 1).toFixed(1), rx: "3", class: "edge-label-ground" }));
-    const text = s("text", { x: at.x.toFixed(1), y: at.y.toFixed(1), class: `edge-label o-${l.outcome}`, "text-anchor": at.anchor, fill: l.colour, "data-source": l.e.source, "data-target": l.e.target }, l.label);
-    labelLayer.append(text);
-  }
-  // Room for every label: the drawing grows where one had to go outside it.
-  const [w, hgt] = [Math.ceil(maxX - minX), Math.ceil(maxY - minY)];
-  svg.setAttribute("viewBox", `${Math.floor(minX)} ${Math.floor(minY)} ${w} ${hgt}`);
-  svg.setAttribute("width", String(w));
-  svg.setAttribute("height", String(hgt));
 
-  for (const v of nodes) {
-    const p = pos.get(v.id);
-    const g = s("g", { class: `node${v.error ? " has-error" : ""}`, "data-agent": v.id, transform: `translate(${p.x},${p.y})` });
-    g.append(
+  for (const v of laid) {
+    const box = boxes.get(v.id);
+    const group = s("g", { class: `node${v.error ? " has-error" : ""}`, "data-agent": v.id, transform: `translate(${round(box.left)},${round(box.top)})` });
+    group.append(
       s("title", null, v.title ?? v.id),
-      s("rect", { width: NODE_W, height: NODE_H, rx: "7", class: "node-box", stroke: v.color }),
+      s("rect", { width: v.width, height: NODE_H, rx: "7", class: "node-box", stroke: v.color }),
       s("rect", { x: "0.75", y: "0.75", width: "6", height: NODE_H - 1.5, rx: "3", fill: v.color }),
-      s("text", { x: "14", y: "19", class: "node-name" }, fit(v.id, NODE_W - 22, `650 13px ${family}`, 23)),
-      s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, fit(v.sub || "", NODE_W - 18, `11px ${family}`, 31)),
+      s("text", { x: "14", y: "19", class: "node-name" }, fit(v.id, v.width - 22, nameFont)),
+      s("text", { x: "14", y: "36", class: `node-sub${v.error ? " error" : ""}` }, fit(v.sub || "", v.width - 18, subFont)),
     );
     if (onNode) {
-      g.classList.add("clickable");
-      g.addEventListener("click", () => onNode(v));
+      group.classList.add("clickable");
+      group.addEventListener("click", () => onNode(v));
     }
-    nodeLayer.append(g);
+    nodeLayer.append(group);
   }
   return svg;
 }

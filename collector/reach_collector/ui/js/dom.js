@@ -77,10 +77,29 @@ export function copyButton(value, label = "copy") {
   return button;
 }
 
-/** A key → value table; values that are not strings are shown as JSON text. */
+// Where a name may break across lines: after a dot, underscore, slash, colon or hyphen, and
+// between a lower-case letter and a capital (BillingAgent), so no line ends inside a word.
+const BREAK_AFTER = /([._/:-]+|[a-z0-9](?=[A-Z]))/g;
+
+/** ``text`` as text nodes with a line-break opportunity (<wbr>) at each word or dot boundary. */
+export function breakable(text) {
+  const out = [];
+  let at = 0;
+  for (const m of String(text).matchAll(BREAK_AFTER)) {
+    const end = m.index + m[0].length;
+    if (end >= text.length) break;
+    out.push(document.createTextNode(text.slice(at, end)), document.createElement("wbr"));
+    at = end;
+  }
+  out.push(document.createTextNode(String(text).slice(at)));
+  return out;
+}
+
+/** A key → value table; values that are not strings are shown as JSON text. Keys wrap at their
+ * dots and underscores, never inside a word, and show whole on hover. */
 export function kvTable(entries, empty = "none") {
   const rows = entries.map(([key, value]) =>
-    h("tr", null, h("th", { scope: "row", text: key }), h("td", null, valueNode(value))),
+    h("tr", null, h("th", { scope: "row", title: String(key) }, breakable(String(key))), h("td", null, valueNode(value))),
   );
   if (!rows.length) return h("p", { class: "muted", text: empty });
   return h("table", { class: "kv" }, h("tbody", null, rows));

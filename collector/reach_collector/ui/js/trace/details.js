@@ -1,7 +1,7 @@
 // The span details panel: facts, the handoff, captured prompts and completions as a chat,
 // events, links, attributes, resource. Every value is text.
 
-import { copyButton, h, kvTable, valueNode } from "../dom.js";
+import { breakable, copyButton, h, kvTable, valueNode } from "../dom.js";
 import * as fmt from "../format.js";
 import * as n from "../names.js";
 import { messages, TYPES, tokens } from "./model.js";
@@ -159,7 +159,7 @@ export function details(row, colors) {
     h(
       "div",
       { class: `details-head${status === "ERROR" ? " error" : ""}` },
-      h("h2", { class: "details-name", text: String(span.name ?? "") }),
+      h("h2", { class: "details-name", title: String(span.name ?? "") }, breakable(String(span.name ?? ""))),
       h("div", { class: "details-sub" }, agentChip, h("span", { class: `pill st-${status.toLowerCase()}`, text: status })),
     ),
     row.markers.length

@@ -2,7 +2,7 @@
 // agent. Virtualised: only the rows in view (plus a margin) exist in the DOM, recycled on scroll,
 // so a trace of 10 000 spans scrolls as lightly as one of ten.
 
-import { h } from "../dom.js";
+import { breakable, h } from "../dom.js";
 import * as fmt from "../format.js";
 import { TYPES, tokens, visibleRows } from "./model.js";
 
@@ -161,7 +161,7 @@ export class Waterfall {
     const text = h("span", { class: "bar-text" });
     const lane = h("div", { class: "wf-lane" }, bar, marks, text);
     const el = h("div", { class: "wf-row", role: "treeitem" }, label, lane);
-    const slot = { el, label, toggle, icon, name, badges, stripe, bar, marks, text, index: -1, row: null, left: 0, after: 0 };
+    const slot = { el, label, toggle, icon, name, badges, stripe, bar, marks, text, lane, index: -1, row: null, left: 0, after: 0 };
     toggle.addEventListener("click", (e) => {
       e.stopPropagation();
       if (slot.row) this.toggle(slot.row.index);
@@ -189,7 +189,7 @@ export class Waterfall {
     slot.toggle.textContent = this.collapsed.has(row.index) ? "▸" : "▾";
     slot.icon.textContent = TYPES[row.type].icon;
     slot.icon.title = TYPES[row.type].label;
-    slot.name.textContent = String(span.name ?? "");
+    slot.name.replaceChildren(...breakable(String(span.name ?? "")));
     slot.name.title = `${span.name ?? ""}${row.agent ? ` — ${row.agent}` : ""}`;
     slot.badges.replaceChildren();
     for (const m of row.markers) {
@@ -212,12 +212,15 @@ export class Waterfall {
     }
     const text = barText(row);
     slot.text.textContent = text;
-    // After the bar for now; place() moves it before the bar where it does not fit after.
+    slot.lane.title = text; // the whole text on hover, where place() had to shorten it
+    // After the bar (at least its 3px) for now; place() moves it before the bar where it does not
+    // fit after, and shortens it where it fits on neither side: beside the bar, never over it.
     slot.after = left + Math.min(width, 100 - left);
     slot.left = left;
-    slot.text.classList.remove("before", "inside");
+    slot.text.classList.remove("before");
     slot.text.style.right = "";
-    slot.text.style.left = `${slot.after}%`;
+    slot.text.style.maxWidth = "";
+    slot.text.style.left = `max(${slot.after}%, calc(${left}% + 3px))`;
     this.unplaced.push(slot);
   }
 
@@ -228,15 +231,15 @@ export class Waterfall {
     const widths = this.unplaced.map((slot) => slot.text.offsetWidth);
     this.unplaced.forEach((slot, k) => {
       const needed = widths[k];
-      if (needed <= ((100 - slot.after) / 100) * lane + LANE_MARGIN) return;
-      if ((slot.left / 100) * lane > needed) {
+      const after = ((100 - slot.after) / 100) * lane + LANE_MARGIN - 3;
+      const before = (slot.left / 100) * lane + 8; // up to the lane's left margin
+      if (needed <= after) return;
+      if (needed <= before || before > after) {
         slot.text.classList.add("before");
         slot.text.style.left = "";
         slot.text.style.right = `${100 - slot.left}%`;
-      } else {
-        slot.text.classList.add("inside"); // over the bar, on a light ground
-        slot.text.style.left = `${slot.left}%`;
       }
+      if (needed > Math.max(before, after)) slot.text.style.maxWidth = `${Math.floor(Math.max(before, after))}px`;
     });
     this.unplaced = [];
   }

@@ -12,23 +12,44 @@ const WINDOWS = ["5m", "15m", "1h", "6h", "24h"];
 const SPARK_SINCE = "1h";
 const REFRESH_MS = 15000;
 
-/** A sparkline of one series' points ({value}), nulls as gaps. */
-export function sparkline(points, { width = 140, height = 28, colour = "#4e79a7", label = "" } = {}) {
+/**
+ * A sparkline of one series' points ({value}), nulls as gaps. A point with no neighbour (all the
+ * data in one minute, say) is a dot, and a series of one point also gets a faint level line across
+ * the chart at its value, so the chart is never blank where there is data.
+ */
+export function sparkline(points, { width = 140, height = 28, colour = "#4e79a7", label = "", format = fmt.num } = {}) {
   const values = points.map((p) => (p.value === null || p.value === undefined ? null : Number(p.value)));
-  const max = Math.max(0, ...values.filter((v) => v !== null));
+  const present = values.filter((v) => v !== null);
+  const max = Math.max(0, ...present);
   const svg = s("svg", { class: "spark", viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": label });
-  svg.append(s("title", null, `${label}: max ${fmt.num(max)}`));
-  const step = values.length > 1 ? width / (values.length - 1) : width;
+  svg.append(s("title", null, `${label}: ${present.length ? `max ${fmt.num(max)}` : "no data"}`));
+  const step = values.length > 1 ? (width - 8) / (values.length - 1) : 0;
+  const xAt = (i) => (values.length > 1 ? 4 + i * step : width / 2);
+  // 4px in, so a dot is whole; a lone value has no scale to sit on: it sits in the middle.
+  const yAt = (v) => (present.length === 1 ? height / 2 : height - 4 - (max ? (v / max) * (height - 8) : 0));
   let d = "";
+  const dots = [];
   values.forEach((v, i) => {
     if (v === null) return;
-    const x = (i * step).toFixed(1);
-    const y = (height - 2 - (max ? (v / max) * (height - 4) : 0)).toFixed(1);
+    const [x, y] = [xAt(i).toFixed(1), yAt(v).toFixed(1)];
     const joined = i > 0 && values[i - 1] !== null;
     const alone = !joined && (i + 1 >= values.length || values[i + 1] === null);
-    d += `${joined ? "L" : "M"}${x},${y}${alone ? "h0.01" : ""}`; // a lone point shows as a dot
+    if (alone) dots.push(s("circle", { class: "spark-dot", cx: x, cy: y, r: "2.6", fill: colour }));
+    else d += `${joined ? "L" : "M"}${x},${y}`;
   });
-  svg.append(s("path", { d: d || `M0,${height - 2}L${width},${height - 2}`, fill: "none", stroke: colour, "stroke-width": "1.6", "stroke-linecap": "round", "stroke-linejoin": "round" }));
+  if (present.length === 1) {
+    // One value: its level across the chart and the value itself, written beside its dot.
+    const y = yAt(present[0]);
+    const x = xAt(values.findIndex((v) => v !== null));
+    svg.append(
+      s("path", { class: "spark-level", d: `M2,${y}L${width - 2},${y}`, stroke: colour, "stroke-width": "1", "stroke-opacity": "0.35", "stroke-dasharray": "3 3", fill: "none" }),
+      s("text", { class: "spark-value", x: (x > width / 2 ? x - 6 : x + 6).toFixed(1), y: (y - 4).toFixed(1), "text-anchor": x > width / 2 ? "end" : "start" }, format(present[0])),
+    );
+  }
+  if (d || !present.length) {
+    svg.append(s("path", { d: d || `M0,${height - 4}L${width},${height - 4}`, fill: "none", stroke: colour, "stroke-width": "1.6", "stroke-linecap": "round", "stroke-linejoin": "round" }));
+  }
+  svg.append(...dots);
   return svg;
 }
 
@@ -84,7 +105,7 @@ export async function render(root, ctx) {
         h("td", { class: "num" }, fmt.duration(g.p95_ms)),
         h("td", { class: "num" }, fmt.duration(g.p99_ms)),
         h("td", null, sparkline(callSeries.get(String(g.key)) || [], { colour: colors.get(g.key), label: `${g.key} calls per minute` })),
-        h("td", null, sparkline(p95Series.get(String(g.key)) || [], { colour: colors.get(g.key), label: `${g.key} p95 per minute` })),
+        h("td", null, sparkline(p95Series.get(String(g.key)) || [], { colour: colors.get(g.key), label: `${g.key} p95 per minute`, format: fmt.duration })),
       ),
     );
     const goldenTable = groups.length

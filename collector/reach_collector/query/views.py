@@ -275,5 +275,6 @@ def summary_json(row: dict[str, Any]) -> dict[str, Any]:
         "span_count": int(row["span_count"]),
         "error_count": int(row["error_count"]),
         "agents": sorted(row["agents"] or []),
+        "services": sorted(row["services"] or []),
         "hops": int(row["hops"] or 0),
     }

@@ -79,7 +79,7 @@ export async function render(root, ctx) {
       h(
         "tr",
         null,
-        ["Start (UTC)", "Trace id", "Root span", "Duration", "Spans", "Errors", "Hops", "Agents"].map((t) =>
+        ["Start (UTC)", "Trace id", "Root span", "Service", "Duration", "Spans", "Errors", "Hops", "Agents"].map((t) =>
           h("th", { scope: "col", text: t }),
         ),
       ),
@@ -161,7 +161,8 @@ function fill(body, traces) {
       { class: t.error_count ? "has-error" : null, "data-trace-id": id },
       h("td", { class: "nowrap", title: fmt.ago(t.start_time) }, fmt.time(t.start_time || t.start_time_unix_nano)),
       h("td", { class: "id nowrap" }, h("a", { href, class: "mono", text: id }), " ", copyButton(id)),
-      h("td", { class: "name" }, h("a", { href, text: t.root_name ?? "(no root span)" })),
+      h("td", { class: "name", title: t.root_name ?? "" }, h("a", { href, text: t.root_name ?? "(no root span)" })),
+      h("td", { class: "service" }, (t.services || []).join(", ") || "–"),
       h("td", { class: "num" }, fmt.duration(t.duration_ms)),
       h("td", { class: "num" }, fmt.int(t.span_count)),
       h("td", { class: "num" }, t.error_count ? h("span", { class: "pill error", text: `✗ ${t.error_count}` }) : "0"),

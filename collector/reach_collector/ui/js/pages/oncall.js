@@ -7,14 +7,41 @@ import * as fmt from "../format.js";
 
 const UPCOMING = 6;
 
-function toLocalInput(d) {
-  return d.toISOString().slice(0, 16); // the API's times are UTC; the field reads UTC too
+// The preview instant as the rest of the console writes times: ISO date, 24-hour UTC time. A text
+// field, not datetime-local, whose look (12-hour, month first) follows the browser's locale.
+const AT_FORMAT = "YYYY-MM-DD HH:MM";
+const AT_PATTERN = "\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}(:\\d{2})?Z?";
+
+function toField(d) {
+  return d.toISOString().slice(0, 16).replace("T", " ");
+}
+
+/** The field's text as an ISO instant (…Z), or null when it is not a real UTC date and time. */
+function fromField(text) {
+  const m = new RegExp(`^${AT_PATTERN}$`).test(text.trim()) ? text.trim().replace(" ", "T").replace(/Z$/, "") : null;
+  if (!m) return null;
+  const iso = `${m.length === 16 ? `${m}:00` : m}Z`;
+  const parsed = new Date(iso);
+  // 2026-02-30 or 24:10 would roll over into another instant: refused, not silently moved.
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 19) === iso.slice(0, 19) ? iso : null;
 }
 
 export async function render(root, ctx) {
   document.title = "On-call · reach-otel";
   const at = ctx.params.get("at") || "";
-  const input = h("input", { id: "at", type: "datetime-local", value: at ? toLocalInput(new Date(at)) : "", "aria-label": "preview time (UTC)" });
+  const input = h("input", {
+    id: "at",
+    type: "text",
+    class: "mono",
+    inputmode: "numeric",
+    size: "17",
+    pattern: AT_PATTERN,
+    placeholder: AT_FORMAT,
+    title: `UTC, 24-hour: ${AT_FORMAT}`,
+    value: at && !Number.isNaN(Date.parse(at)) ? toField(new Date(at)) : "",
+    "aria-label": `preview time (UTC, ${AT_FORMAT})`,
+  });
+  input.addEventListener("input", () => input.setCustomValidity(""));
   const form = h(
     "form",
     { class: "inline", id: "preview", autocomplete: "off" },
@@ -25,7 +52,12 @@ export async function render(root, ctx) {
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const value = input.value ? `${input.value}:00Z` : "";
+    const value = input.value.trim() ? fromField(input.value) : "";
+    if (value === null) {
+      input.setCustomValidity(`a UTC date and 24-hour time, ${AT_FORMAT}`);
+      input.reportValidity();
+      return;
+    }
     ctx.navigate(value ? `/ui/oncall?at=${encodeURIComponent(value)}` : "/ui/oncall");
   });
   const body = h("div", { id: "oncall-body", class: "stack" });
@@ -39,7 +71,7 @@ export async function render(root, ctx) {
     body.append(notice(e.message, "error"));
     return null;
   }
-  if (!input.value && report?.at) input.value = toLocalInput(new Date(report.at)); // a start to edit
+  if (!input.value && report?.at) input.value = toField(new Date(report.at)); // a start to edit
   const schedules = report?.schedules || [];
   if (!schedules.length) {
     body.append(notice("No schedules are configured (see schedules: in the collector's config file)."));

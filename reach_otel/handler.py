@@ -91,6 +91,25 @@ def adopt_session(ctx: otel_context.Context) -> otel_context.Context:
     return ctx if session is None else otel_context.set_value(_SESSION_KEY, session, ctx)
 
 
+def _with_session(info: SessionInfo, ctx: otel_context.Context) -> otel_context.Context:
+    """``ctx`` in the session ``info``: for the spans started under it, and in baggage too, so
+    inject() carries the ids to the agents this session calls."""
+    ctx = otel_context.set_value(_SESSION_KEY, info, ctx)
+    for key, value in zip(_SESSION_BAGGAGE, (info.session_id, info.user_id, info.task_id), strict=True):
+        ctx = baggage.set_baggage(key, value, ctx) if value else baggage.remove_baggage(key, ctx)
+    return ctx
+
+
+def session_attributes(ctx: otel_context.Context) -> dict[str, Any]:
+    """The attributes a span started in ``ctx`` takes from the session entered there (cheap: the
+    session a caller sent in baggage is put there where its request enters, by ``adopt_session``)."""
+    attrs: dict[str, Any] = {}
+    value = ctx.get(_SESSION_KEY)
+    if isinstance(value, SessionInfo):
+        _session_attributes(value, attrs)
+    return attrs
+
+
 def suppressed(ctx: otel_context.Context | None = None) -> bool:
     return bool((ctx if ctx is not None else otel_context.get_current()).get(_SUPPRESS_INSTRUMENTATION_KEY))
 
@@ -173,12 +192,18 @@ class TelemetryHandler:
 
     # -- workflow & agent ------------------------------------------------------------------------
     @safe
-    def start_workflow(self, name: str) -> WorkflowInvocation | None:
+    def start_workflow(self, name: str, *, conversation_id: str | None = None) -> WorkflowInvocation | None:
+        """``conversation_id`` (a framework's thread id) is the conversation of every span under the
+        workflow, where no session is current; a current session's id wins."""
         ctx = otel_context.get_current()
         if suppressed(ctx):
             return None
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_WORKFLOW, sc.GEN_AI_WORKFLOW_NAME: name}
-        _session_attributes(current_session(ctx), attrs)
+        session = current_session(ctx)
+        if session is None and (conversation := hf.clean_id(conversation_id)):
+            session = SessionInfo(conversation)
+            ctx = _with_session(session, ctx)
+        _session_attributes(session, attrs)
         is_root = not trace.get_current_span(ctx).get_span_context().is_valid
         # The newest conventions keep the workflow its own span, as v1.41.0 has it: invoke_workflow
         # {gen_ai.workflow.name}, INTERNAL (semantic-conventions-genai model/gen-ai/spans.yaml,
@@ -477,13 +502,7 @@ class TelemetryHandler:
         info = SessionInfo(hf.clean_id(session_id), hf.clean_id(user_id), hf.clean_id(task_id))
         token = None
         try:
-            ctx = otel_context.set_value(_SESSION_KEY, info)
-            for key, value in zip(
-                _SESSION_BAGGAGE, (info.session_id, info.user_id, info.task_id), strict=True
-            ):
-                # In baggage too, so inject() carries the ids to the agents this session calls.
-                ctx = baggage.set_baggage(key, value, ctx) if value else baggage.remove_baggage(key, ctx)
-            token = otel_context.attach(ctx)
+            token = otel_context.attach(_with_session(info, otel_context.get_current()))
         except Exception:  # telemetry must never raise into user code
             logger.debug("reach_otel: session attach failed", exc_info=True)
         try:

@@ -20,6 +20,7 @@ from opentelemetry.trace import ProxyTracerProvider
 from reach_otel import semconv as sc
 from reach_otel._export import CountingExporter, ReachBatchSpanProcessor
 from reach_otel._safety import logger
+from reach_otel._session_stamp import SessionAttributes
 from reach_otel.config import Settings, load_settings
 from reach_otel.handler import TelemetryHandler, set_handler
 
@@ -147,6 +148,7 @@ def _setup(settings: Settings, explicit_provider: Any, exporter: SpanExporter | 
             counting = CountingExporter(exporter, None)
             sends_to = f"the application's {type(exporter).__name__}"
         processor = ReachBatchSpanProcessor(counting)
+        provider.add_span_processor(SessionAttributes())  # before export: it runs as spans start
         provider.add_span_processor(processor)
         where = "a new TracerProvider" if owns else "the application's existing TracerProvider"
         logger.info("reach_otel: exporting spans to %s via %s", sends_to, where)

@@ -154,8 +154,13 @@ def chat_model() -> ChatOpenAI:
     )
 
 
+def thread(mode: str) -> Any:
+    """The run's conversation: a LangGraph thread."""
+    return {"configurable": {"thread_id": f"conversation-{mode}"}}
+
+
 async def streamed(graph: Any, question: str) -> None:
-    async for _update in graph.astream({"messages": [("user", question)]}):
+    async for _update in graph.astream({"messages": [("user", question)]}, thread("astream")):
         pass
 
 
@@ -165,7 +170,7 @@ def main() -> None:
             SEEN.clear()
             graph = build(chat_model(), rates_url, asynchronous=mode == "astream")
             if mode == "invoke":
-                graph.invoke({"messages": [("user", question)]})
+                graph.invoke({"messages": [("user", question)]}, thread("invoke"))
             else:
                 asyncio.run(streamed(graph, question))
             print(json.dumps({"mode": mode, "first_lines": SEEN}), flush=True)

@@ -424,6 +424,10 @@ def test_a_supervisor_app_whose_workers_call_mcp_and_http_first_is_one_trace_per
         assert set(first_lines) == {"supervisor", worker}
         spans = by_root[trace_id]["spans"]
         by_id = {s["span_id"]: s for s in spans}
+        # The thread is the conversation of every span of the request: the app's own (HTTP and MCP
+        # client calls included) and the tools server's.
+        conversations = {s["name"]: s["attributes"].get("gen_ai.conversation.id") for s in spans}
+        assert set(conversations.values()) == {f"conversation-{seen['mode']}"}, conversations
         (agent,) = [s for s in spans if s["name"] == f"invoke_agent {worker}"]
         assert agent["attributes"]["reach.hop.count"] == 1
         assert [s["name"] for s in spans if s["name"].startswith(("invoke_agent", "handoff"))] == [

@@ -176,14 +176,11 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
 
     def _start_root(self, run_id: UUID, name: str, metadata: Mapping[str, Any] | None) -> None:
         handler = self._handler()
-        workflow = handler.start_workflow(name)
+        thread = (metadata or {}).get("thread_id")
+        # The thread is the conversation of every span of the run (a session's id wins over it).
+        workflow = handler.start_workflow(name, conversation_id=thread if isinstance(thread, str) else None)
         if workflow is None:
             return
-        thread = (metadata or {}).get("thread_id")
-        if isinstance(thread, str) and thread and workflow.span.is_recording():
-            attrs = getattr(workflow.span, "attributes", None) or {}
-            if sc.GEN_AI_CONVERSATION_ID not in attrs:  # a session's id wins over the thread's
-                workflow.span.set_attribute(sc.GEN_AI_CONVERSATION_ID, thread)
         root = Run(Kind.ROOT, name, handler, own=workflow.ctx, inv=workflow, scope=Scope())
         root.start_ns, root.task = time.time_ns(), current_task()
         lc_agent = extract.agent_name(metadata)

@@ -99,6 +99,7 @@ class Cause:
     failed: bool
     origin: dict[str, Any] | None = None
     path: tuple[str, ...] = ()
+    path_names: tuple[str, ...] = ()  # the path's span names, for a reader
     path_agents: frozenset[str] = frozenset()
     path_services: frozenset[str] = frozenset()
     upstream: tuple[str, ...] = ()
@@ -118,6 +119,7 @@ class Cause:
             "failed": self.failed,
             "origin": self.origin,
             "path": list(self.path),
+            "path_names": list(self.path_names),
             "affected_agents": self.affected_agents,
             "upstream": list(self.upstream),
             "never_ran": list(self.never_ran),
@@ -220,6 +222,7 @@ def trace_cause(trace_id: str, rows: Iterable[Mapping[str, Any]], prices: PriceT
         failed=True,
         origin=origin,
         path=tuple(path),
+        path_names=tuple(t.by_id[s]["name"] for s in path),
         path_agents=frozenset(a for s in path if (a := t.by_id[s]["agent"]) is not None),
         path_services=frozenset(v for s in path if (v := t.by_id[s]["service"]) is not None),
         upstream=_upstream(t, path, origin["agent"]),

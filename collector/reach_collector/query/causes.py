@@ -22,7 +22,7 @@ from reach_collector.store.base import TraceStore
 from reach_collector.store.dialect import dialect_of
 from reach_otel import semconv as sc
 
-__all__ = ["EXAMPLES", "MAX_SPANS", "MAX_TRACES", "rank", "window_causes"]
+__all__ = ["EXAMPLES", "MAX_SPANS", "MAX_TRACES", "rank", "sentence", "window_causes"]
 
 _NS: Final = 1_000_000_000
 _ERROR: Final = 2
@@ -110,14 +110,49 @@ def window_causes(
             if service is not None and service not in cause.path_services:
                 continue
             causes.append(cause)
+    ranked = rank(causes)
     return {
         "window_s": window_s,
         "until": iso(now_ns),
         "failed_traces": len(causes),
         "sampled": sampled,
         "max_traces": max_traces,
-        "causes": rank(causes),
+        "causes": ranked,
+        "summary": sentence(ranked[0], agent) if ranked else None,
     }
+
+
+_WHAT: Final = {
+    "tool_error": "tool {}",
+    "llm_error": "LLM call {}",
+    "agent_error": "agent {}",
+    "handoff_rejected": "handoff to {} (rejected)",
+    "handoff_failed": "handoff to {} (failed)",
+    "handoff_expired": "handoff to {} (expired)",
+    "loop": "a handoff loop (handoff to {})",
+    "hop_limit": "the hop limit (handoff to {})",
+    "span_error": "span {}",
+}
+
+
+def sentence(cause: dict[str, Any], agent: str | None = None) -> str:
+    """One ranked cause in a sentence: ``71 % of BillingAgent's failures start at tool
+    query_invoice (TimeoutError); TechSupport never ran in 40 traces; $3.20 wasted`` (``agent``:
+    whose failures they are, when the causes were asked for one agent)."""
+    what = _WHAT.get(cause["kind"], cause["kind"] + " {}").format(cause["name"] or "?")
+    if cause["error_type"]:
+        what += f" ({cause['error_type']})"
+    if cause["agent"] and cause["agent"] != agent:
+        what += f" in {cause['agent']}"
+    whose = f"{agent}'s failures" if agent else "failed traces"
+    parts = [f"{round(cause['share'] * 100)} % of {whose} start at {what}"]
+    for never in cause["never_ran"][:2]:
+        parts.append(
+            f"{never['agent']} never ran in {never['traces']} trace{'s' if never['traces'] != 1 else ''}"
+        )
+    if cause["wasted_cost_usd"]:
+        parts.append(f"${cause['wasted_cost_usd']:.2f} wasted")
+    return "; ".join(parts)
 
 
 def _key(value: Any) -> str:

@@ -222,8 +222,10 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       // A loop on the agent's top edge, its label above it, in the room the layout kept there.
       const box = boxes.get(e.source);
       const [x, y] = [box.x, box.top];
-      d = `M${round(x - 16)},${round(y)} C${round(x - 30)},${round(y - 26)} ${round(x + 30)},${round(y - 26)} ${round(x + 16)},${round(y)}`;
-      at = [x, y - 26 - LABEL_H / 2 + 2];
+      // The loop's top (¾ of its handles' height) is the label's middle: the label sits on it.
+      const reach = ((LOOP_ROOM - LABEL_H / 2 - 1) * 4) / 3;
+      d = `M${round(x - 16)},${round(y)} C${round(x - 34)},${round(y - reach)} ${round(x + 34)},${round(y - reach)} ${round(x + 16)},${round(y)}`;
+      at = [x, y - (reach * 3) / 4];
     } else {
       const l = g.edge(e.source, e.target, e.name);
       d = route(g, { ...e, sourceBox: boxes.get(e.source), targetBox: boxes.get(e.target) }, horizontal);

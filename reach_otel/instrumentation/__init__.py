@@ -179,6 +179,45 @@ def _belongs(name: str, module: types.ModuleType) -> bool:
     return False
 
 
+def _unsupported(name: str) -> str | None:
+    """``"mcp 1.26.0"`` when the library ``name`` instruments is installed, but only in versions
+    its ``package`` does not support; None otherwise (also when it cannot tell)."""
+    try:
+        from packaging.requirements import Requirement
+
+        declared = _declared(registry()[name].partition(":")[0])
+        found = []
+        for spec in declared:
+            requirement = Requirement(spec)
+            try:
+                version = importlib.metadata.version(requirement.name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            if requirement.specifier.contains(version, prereleases=True):
+                return None
+            found.append(f"{requirement.name} {version}")
+    except Exception:
+        return None
+    return ", ".join(found) or None
+
+
+def _left_alone(name: str, module: str) -> None:
+    """Say why a library that was imported is not traced: a version the instrumentation does not
+    support is one WARNING line (its calls would otherwise go dark in silence); a module that only
+    shares the library's name (the app's own ``agents.py``) is a DEBUG line."""
+    installed = _unsupported(name)
+    if installed is None:
+        logger.debug("reach_otel: %s is not the library %s instruments; left alone", module, name)
+        return
+    wanted = " or ".join(_declared(registry()[name].partition(":")[0]))
+    logger.warning(
+        "reach_otel: %s is installed, but reach_otel traces %s only: its calls are not traced and "
+        "carry no trace context (upgrade it to trace them)",
+        installed,
+        wanted,
+    )
+
+
 @safe
 def _on_import(name: str, module: types.ModuleType) -> None:
     try:
@@ -186,7 +225,7 @@ def _on_import(name: str, module: types.ModuleType) -> None:
     except KeyError:
         return
     if not _belongs(name, module):
-        logger.debug("reach_otel: %s is not the library %s instruments; left alone", module.__name__, name)
+        _left_alone(name, module.__name__)
         return
     instrument(name)
 
@@ -205,7 +244,7 @@ def auto_instrument() -> list[str]:
         if not modules or any(_belongs(name, m) for m in loaded):
             instrument(name)
         elif loaded:
-            logger.debug("reach_otel: %s is not the library %s instruments; left alone", modules, name)
+            _left_alone(name, ", ".join(m.__name__ for m in loaded))
         elif name not in _armed:
             _armed.add(name)
             for module in modules:

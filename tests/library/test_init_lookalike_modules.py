@@ -1,5 +1,6 @@
 """init() patches a library only when the module imported is that library: an app's own module
-that shares its name (an ``agents.py`` beside the script) is left alone, with nothing on stderr."""
+that shares its name (an ``agents.py`` beside the script) is left alone, with nothing on stderr;
+the library itself in a version the instrumentation does not support is one warning line."""
 
 from __future__ import annotations
 
@@ -38,4 +39,25 @@ def test_the_app_module_already_imported_before_init_is_left_alone_too(tmp_path:
     result = _run(tmp_path)
     assert result.returncode == 0, result.stderr
     assert "answer 7" in result.stdout and "applied False" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_library_in_a_version_not_supported_is_one_warning_line_not_silence(tmp_path: Path) -> None:
+    """An MCP SDK 1.x (what CrewAI pins) installed beside the app: its calls cannot be traced, and
+    the app is told so in one line naming the version found and the versions traced."""
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "__init__.py").write_text("VERSION = 1\n")
+    dist = tmp_path / "mcp-1.9.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mcp\nVersion: 1.9.0\n")
+    (tmp_path / "app.py").write_text(
+        'import reach_otel\nreach_otel.init(service_name="old-mcp", endpoint="http://127.0.0.1:9")\n'
+        'import mcp\nprint("version", mcp.VERSION)\n'
+    )
+    result = _run(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "version 1" in result.stdout
+    warned = [line for line in result.stderr.splitlines() if "mcp 1.9.0 is installed" in line]
+    assert len(warned) == 1, result.stderr
+    assert "mcp >= 2.0" in warned[0] and "not traced" in warned[0]
     assert "Traceback" not in result.stderr

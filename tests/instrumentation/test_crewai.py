@@ -565,3 +565,19 @@ def test_without_crewai_the_instrumentor_applies_nothing() -> None:
         pytest.skip("crewai is installed in this environment")
     assert "crewai" not in available()
     assert instrument("crewai") == []
+
+
+def test_the_mcp_sdk_crewai_pins_is_one_warning_line(crewai_python: Path, tmp_path: Path) -> None:
+    """CrewAI pins the MCP SDK below 2, which reach_otel's MCP instrumentation does not trace: an
+    app in CrewAI's environment that imports it is told so in one line, never in silence."""
+    code = (
+        "import reach_otel, importlib.metadata\n"
+        "reach_otel.init(service_name='crew', endpoint='http://127.0.0.1:9')\n"
+        "import mcp\n"
+        "print(importlib.metadata.version('mcp'))\n"
+    )
+    out = run_ok([str(crewai_python), "-c", code], app_env(), tmp_path)
+    version = out.stdout.split()[-1]
+    assert version.startswith("1."), version
+    warned = [line for line in out.stderr.splitlines() if f"mcp {version} is installed" in line]
+    assert len(warned) == 1 and "not traced" in warned[0], out.stderr[-2000:]

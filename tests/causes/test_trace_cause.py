@@ -125,6 +125,34 @@ def test_a_committed_handoff_is_not_a_failure(module_collector: Collector, app: 
     assert cause(module_collector, root.trace_id)["origin"]["kind"] == "agent_error"
 
 
+def test_a_handoff_beside_its_failed_target_run_carries_the_chain_on(
+    module_collector: Collector, app: App
+) -> None:
+    """A framework that records the handoff as a short span beside the target's run: its outcome,
+    inferred from that run (ERROR → failed), is no origin; the failure went on into the run."""
+    root = app.root(0, 2000)
+    triage = root.agent("Triage", 10, 1900, error="AgentError")
+    handoff = triage.handoff("Triage", "Billing", 20, 5)  # no recorded outcome; ends first
+    billing = root.agent("Billing", 40, 900, error="ToolFailed")  # beside Triage, under the root
+    tool = billing.tool("Billing", "query_invoice", 50, 30, error="TimeoutError")
+    app.flush()
+    body = cause(module_collector, root.trace_id)
+    assert body["origin"]["span_id"] == tool.span_id
+    assert body["path"] == [root.span_id, billing.span_id, tool.span_id]
+    assert body["upstream"] == ["Triage"]  # its target's next run is the origin's run
+    # and when the run is under no failing span, the chain reaches it through the handoff
+    root = app.root(0, 2000)
+    triage = root.agent("Triage", 10, 1900, error="AgentError")
+    handoff = triage.handoff("Triage", "Billing", 20, 5)
+    ok = root.child("queue", 30, 1000, {})  # a plain span that did not fail
+    billing = ok.agent("Billing", 40, 900, error="ToolFailed")
+    tool = billing.tool("Billing", "query_invoice", 50, 30, error="TimeoutError")
+    app.flush()
+    body = cause(module_collector, root.trace_id)
+    assert body["path"] == [root.span_id, triage.span_id, handoff.span_id, billing.span_id, tool.span_id]
+    assert body["origin"]["kind"] == "tool_error"
+
+
 def test_loop_is_the_origin_whatever_lies_below(module_collector: Collector, app: App) -> None:
     root = app.root(0, 3000)
     a = root.agent("Researcher", 10, 2900, error="AgentError")

@@ -11,6 +11,9 @@
   ``reach.loop.detected``, or carrying ``reach.hop.limit_exceeded`` (attribute or event), ends its
   chain and takes precedence over every other bottom: kind ``loop`` (``hop_limit`` when only the
   hop limit is flagged).
+- A handoff whose failure is *inferred* (no recorded outcome, its target's next agent span is
+  ERROR) is no bottom: the failure went on into that run, which continues the chain (a framework
+  that records the handoff as a short span beside the target's run, not around it).
 - **Kind** comes from the origin, or, when the origin is a span of no GenAI operation (an HTTP or
   database span of another instrumentation), from its nearest such ancestor on the path: tool →
   ``tool_error``, LLM → ``llm_error``, agent → ``agent_error``, handoff → ``handoff_rejected``,
@@ -35,12 +38,11 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from reach_collector.query.handoff_outcome import next_run
+from reach_collector.query.handoff_outcome import next_run, next_run_index
 from reach_collector.query.pricing import PriceTable
 from reach_collector.query.views import agent_runs, handoff_json, load_json
 from reach_otel import handoff_state as hf
@@ -140,11 +142,20 @@ class _Trace:
             if parent and parent != span_id and parent in self.by_id:
                 self.children.setdefault(parent, []).append(span_id)
         self.runs = agent_runs(self.by_id.values())
-        self.outcome: dict[str, str] = {
-            span_id: handoff_json(row, self.runs)["status"]
-            for span_id, row in self.by_id.items()
-            if row["operation"] == sc.OP_HANDOFF
-        }
+        self.outcome: dict[str, str] = {}
+        # A handoff whose failure is inferred from its target's next run (§11): that run carries
+        # the failure on, so the chain goes on into it rather than ending at the handoff.
+        self.carried: dict[str, str] = {}
+        for span_id, row in self.by_id.items():
+            if row["operation"] != sc.OP_HANDOFF:
+                continue
+            shown = handoff_json(row, self.runs)
+            self.outcome[span_id] = shown["status"]
+            if shown["inferred"] and shown["status"] == hf.FAILED:
+                runs = self.runs.get(row["handoff_target"], [])
+                i = next_run_index(row["start_ns"], runs)
+                if i is not None:
+                    self.carried[span_id] = runs[i][1]
 
     def root(self) -> Mapping[str, Any] | None:
         parentless = [r for r in self.by_id.values() if not r["parent_span_id"]]
@@ -192,19 +203,28 @@ def trace_cause(trace_id: str, rows: Iterable[Mapping[str, Any]], prices: PriceT
     bottoms: list[str] = []
     stops: list[str] = []
     stack, seen = [root["span_id"]], {root["span_id"]}
+    carried: list[str] = []
     while stack:
         at = stack.pop()
         row = t.by_id[at]
         if row["operation"] == sc.OP_HANDOFF and any(_flags(row)):
             stops.append(at)
-            continue
-        below = [c for c in t.children.get(at, ()) if c not in seen and t.failing(c)]
-        if not below:
-            bottoms.append(at)
-        for child in below:
-            seen.add(child)
-            parent_of[child] = at
-            stack.append(child)
+        else:
+            below = [c for c in t.children.get(at, ()) if c not in seen and t.failing(c)]
+            if not below:
+                (carried if at in t.carried else bottoms).append(at)
+            for child in below:
+                seen.add(child)
+                parent_of[child] = at
+                stack.append(child)
+        if not stack:  # the chains the tree holds are walked: follow the carried failures
+            for handoff in carried:
+                run = t.carried[handoff]
+                if run not in seen:  # else the run is on a chain already, below its own parent
+                    seen.add(run)
+                    parent_of[run] = handoff
+                    stack.append(run)
+            carried = []
 
     def order(span_id: str) -> tuple[int, int, str]:
         r = t.by_id[span_id]
@@ -317,8 +337,8 @@ def _upstream(t: _Trace, path: Sequence[str], agent: str | None) -> tuple[str, .
         if span_id in path[:-1]:
             found.add(source)
             continue
-        i = bisect_left(runs, (row["start_ns"],))
-        if run is not None and i < len(runs) and runs[i][1] == run:
+        i = next_run_index(row["start_ns"], runs)
+        if run is not None and i is not None and runs[i][1] == run:
             found.add(source)
     found.discard(agent)
     return tuple(sorted(found))

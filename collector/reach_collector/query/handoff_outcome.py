@@ -27,6 +27,7 @@ __all__ = [
     "has_transitions",
     "is_recorded",
     "next_run",
+    "next_run_index",
     "outcomes_sql",
     "recorded_sql",
 ]
@@ -59,8 +60,14 @@ def next_run(handoff_start_ns: int, runs: Sequence[tuple[int, str, int]]) -> int
     """Status code of the target's next agent span, from its runs in the trace as
     ``(start_ns, span_id, status_code)`` sorted: the earliest (then lowest span id) starting at
     or after the handoff; None when there is none."""
+    i = next_run_index(handoff_start_ns, runs)
+    return runs[i][2] if i is not None else None
+
+
+def next_run_index(handoff_start_ns: int, runs: Sequence[tuple[int, str, int]]) -> int | None:
+    """Where in ``runs`` (as ``next_run`` takes them) the target's next agent span is; None: none."""
     i = bisect_left(runs, (handoff_start_ns,))
-    return runs[i][2] if i < len(runs) else None
+    return i if i < len(runs) else None
 
 
 def recorded_sql(

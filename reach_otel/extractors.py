@@ -7,7 +7,7 @@ SDK objects alike (OpenAI chat completions and responses, Anthropic messages, st
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from reach_otel import semconv as sc
@@ -94,6 +94,18 @@ def _arguments(raw: Any) -> Any:
     return raw
 
 
+def tool_call_part(call_id: Any, name: str, arguments: Any) -> dict[str, Any]:
+    """A GenAI ``tool_call`` part; ``arguments`` as the model wrote them (JSON text read as JSON)."""
+    return {"type": "tool_call", "id": call_id, "name": name, "arguments": _arguments(arguments)}
+
+
+def assistant_message(text: str, calls: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]] | None:
+    """The output messages of an answer given as text and tool-call parts (a stream's, folded)."""
+    parts = [_text_part(text)] if text else []
+    parts += calls
+    return [{"role": "assistant", "parts": parts}] if parts else None
+
+
 def _tool_call_parts(calls: Any) -> list[dict[str, Any]]:
     """OpenAI ``tool_calls`` (dicts or SDK objects) as GenAI ``tool_call`` parts."""
     if not isinstance(calls, (list, tuple)):
@@ -103,9 +115,7 @@ def _tool_call_parts(calls: Any) -> list[dict[str, Any]]:
         function = _get(call, "function")
         name = _get(function, "name")
         if isinstance(name, str):
-            part = {"type": "tool_call", "id": _get(call, "id"), "name": name}
-            part["arguments"] = _arguments(_get(function, "arguments"))
-            parts.append(part)
+            parts.append(tool_call_part(_get(call, "id"), name, _get(function, "arguments")))
     return parts
 
 
@@ -118,12 +128,7 @@ def _block_part(block: Any) -> Any:
     if kind == "text" and isinstance(_get(block, "text"), str):
         return _text_part(_get(block, "text"))
     if kind == "tool_use":
-        return {
-            "type": "tool_call",
-            "id": _get(block, "id"),
-            "name": _get(block, "name"),
-            "arguments": _get(block, "input"),
-        }
+        return tool_call_part(_get(block, "id"), _get(block, "name"), _get(block, "input"))
     if kind == "tool_result":
         return {
             "type": "tool_call_response",

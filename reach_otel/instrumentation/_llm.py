@@ -16,6 +16,7 @@ import wrapt
 
 from reach_otel import semconv as sc
 from reach_otel._safety import safe
+from reach_otel.extractors import assistant_message, tool_call_part
 from reach_otel.handler import TelemetryHandler
 from reach_otel.instrumentation._extract import request_params, server_of
 from reach_otel.invocations import LLMInvocation
@@ -68,9 +69,33 @@ class StreamAccumulator:
         self.response_id: str | None = None
         self.reasons: list[str] = []
         self.tools: list[str] = []
+        # Streamed tool calls by their index in the answer: id, name, argument fragments (content
+        # capture only).
+        self.calls: dict[Any, tuple[list[Any], list[str]]] = {}
 
     def add(self, chunk: Any) -> None:
         raise NotImplementedError
+
+    def call_piece(self, key: Any, call_id: Any = None, name: Any = None, arguments: Any = None) -> None:
+        """A piece of a streamed tool call: its id and name come once, its arguments in fragments."""
+        if not self.keep_text:
+            return
+        ids, fragments = self.calls.setdefault(key, ([None, None], []))
+        if call_id:
+            ids[0] = call_id
+        if name:
+            ids[1] = name
+        if isinstance(arguments, str):
+            fragments.append(arguments)
+
+    def output_messages(self) -> list[dict[str, Any]] | None:
+        """The streamed answer as output messages: its text, then its tool calls."""
+        calls = [
+            tool_call_part(call_id, name, "".join(fragments))
+            for (call_id, name), fragments in self.calls.values()
+            if isinstance(name, str)
+        ]
+        return assistant_message("".join(self.text), calls)
 
     def attributes(self) -> dict[str, Any]:
         attrs: dict[str, Any] = {}
@@ -224,8 +249,7 @@ class _StreamState:
             attrs[sc.GEN_AI_USAGE_INPUT_TOKENS] = acc.input_tokens
         if acc.output_tokens is not None:
             attrs[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = acc.output_tokens
-        if inv.capture and acc.text:
-            messages = [{"role": "assistant", "parts": [{"type": "text", "content": "".join(acc.text)}]}]
+        if inv.capture and (messages := acc.output_messages()) is not None:
             attrs[sc.GEN_AI_OUTPUT_MESSAGES] = inv.handler.content_json(messages)
         if attrs:
             inv.span.set_attributes(attrs)

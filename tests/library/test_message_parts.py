@@ -121,3 +121,44 @@ def test_a_real_openai_call_records_its_tool_call_tools_and_history(make_recorde
     assert sent[0]["parts"] == [TOOL_PART]
     assert sent[1]["parts"] == [{"type": "tool_call_response", "id": "call_1", "response": "paid"}]
     assert json.loads(attributes["gen_ai.tool.definitions"]) == tools
+
+
+def _streamed_call(attributes: Any) -> list[Any]:
+    (answer,) = json.loads(attributes["gen_ai.output.messages"])
+    assert answer["role"] == "assistant"
+    return [(p["type"], p["name"], p["arguments"]) for p in answer["parts"]]
+
+
+def test_a_streamed_answer_that_is_a_tool_call_keeps_the_call_whole(make_recorder: Any, llm: Any) -> None:
+    """Streamed tool calls arrive in pieces (the id and name once, the arguments in fragments):
+    folded into one ``tool_call`` part with its arguments read as JSON, for OpenAI's chat
+    completions and responses streams and Anthropic's message stream."""
+    import anthropic
+
+    from reach_otel.instrumentation.anthropic import AnthropicInstrumentor
+
+    rec = make_recorder(capture_content=True)
+    instrumentors = [OpenAIInstrumentor(), AnthropicInstrumentor()]
+    for instrumentor in instrumentors:
+        instrumentor.instrument()
+    question = "[tool:query_invoice] [arg:id=INV-7] which invoice?"
+    try:
+        client = openai.OpenAI(base_url=llm.openai_base_url, api_key="test", max_retries=0)
+        for _ in client.chat.completions.create(
+            model="gpt-chat", messages=[{"role": "user", "content": question}], stream=True
+        ):
+            pass
+        for _ in client.responses.create(model="gpt-responses", input=question, stream=True):
+            pass
+        claude = anthropic.Anthropic(base_url=llm.anthropic_base_url, api_key="test", max_retries=0)
+        for _ in claude.messages.create(
+            model="claude-test", max_tokens=50, messages=[{"role": "user", "content": question}], stream=True
+        ):
+            pass
+    finally:
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+    for model in ("gpt-chat", "gpt-responses", "claude-test"):
+        assert _streamed_call(rec.one(f"chat {model}").attributes) == [
+            ("tool_call", "query_invoice", {"id": "INV-7"})
+        ], model

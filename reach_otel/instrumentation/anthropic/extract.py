@@ -103,10 +103,14 @@ class MessageAccumulator(StreamAccumulator):
             block = _get(event, "content_block")
             if _get(block, "type") == "tool_use":
                 self.tools.append(_get(block, "name"))
+                self.call_piece(_get(event, "index"), _get(block, "id"), _get(block, "name"))
         elif kind == "content_block_delta":
-            text = _get(_get(event, "delta"), "text") if self.keep_text else None
+            delta = _get(event, "delta")
+            text = _get(delta, "text") if self.keep_text else None
             if isinstance(text, str):
                 self.text.append(text)
+            elif _get(delta, "type") == "input_json_delta":
+                self.call_piece(_get(event, "index"), arguments=_get(delta, "partial_json"))
         elif kind == "message_delta":
             reason = _get(_get(event, "delta"), "stop_reason")
             if isinstance(reason, str):

@@ -149,9 +149,12 @@ class ChatAccumulator(StreamAccumulator):
 
     def _tool_deltas(self, calls: Any) -> None:
         for call in calls:
-            name = _get(_get(call, "function"), "name")
+            function = _get(call, "function")
+            name = _get(function, "name")
             if isinstance(name, str) and name:
                 self.tools.append(name)
+            index, call_id = _get(call, "index"), _get(call, "id")
+            self.call_piece(call_id if index is None else index, call_id, name, _get(function, "arguments"))
 
     def _add_general(self, chunk: Any) -> None:
         kind = _get(chunk, "type")
@@ -165,6 +168,9 @@ class ChatAccumulator(StreamAccumulator):
         item = _get(chunk, "item")
         if item is not None and _get(item, "type") == "function_call":
             self.tools.append(_get(item, "name"))
+            self.call_piece(_get(item, "id"), _get(item, "call_id"), _get(item, "name"))
+        if kind == "response.function_call_arguments.delta":
+            self.call_piece(_get(chunk, "item_id"), arguments=_get(chunk, "delta"))
         if self.keep_text and kind == "response.output_text.delta" and isinstance(_get(chunk, "delta"), str):
             self.text.append(_get(chunk, "delta"))
         for choice in _get(chunk, "choices") or ():

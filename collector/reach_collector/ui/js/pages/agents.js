@@ -12,21 +12,26 @@ const WINDOWS = ["5m", "15m", "1h", "6h", "24h"];
 const SPARK_SINCE = "1h";
 const REFRESH_MS = 15000;
 
+// At most this many values in a series: each is also a dot, and the last one is written out, so a
+// chart whose data fell in a minute or two is not a speck at its edge.
+const FEW = 3;
+
 /**
- * A sparkline of one series' points ({value}), nulls as gaps. A point with no neighbour (all the
- * data in one minute, say) is a dot, and a series of one point also gets a faint level line across
- * the chart at its value, so the chart is never blank where there is data.
+ * A sparkline of one series' points ({value}), nulls as gaps. A point with no neighbour is a dot; a
+ * series of a few values also marks each one and writes the last, and a series of one value draws
+ * its level across the chart, so a chart is never blank where there is data.
  */
 export function sparkline(points, { width = 140, height = 28, colour = "#4e79a7", label = "", format = fmt.num } = {}) {
   const values = points.map((p) => (p.value === null || p.value === undefined ? null : Number(p.value)));
   const present = values.filter((v) => v !== null);
   const max = Math.max(0, ...present);
   const svg = s("svg", { class: "spark", viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": label });
-  svg.append(s("title", null, `${label}: ${present.length ? `max ${fmt.num(max)}` : "no data"}`));
+  svg.append(s("title", null, `${label}: ${present.length ? `max ${format(max)}` : "no data"}`));
   const step = values.length > 1 ? (width - 8) / (values.length - 1) : 0;
   const xAt = (i) => (values.length > 1 ? 4 + i * step : width / 2);
   // 4px in, so a dot is whole; a lone value has no scale to sit on: it sits in the middle.
   const yAt = (v) => (present.length === 1 ? height / 2 : height - 4 - (max ? (v / max) * (height - 8) : 0));
+  const few = present.length <= FEW;
   let d = "";
   const dots = [];
   values.forEach((v, i) => {
@@ -34,17 +39,19 @@ export function sparkline(points, { width = 140, height = 28, colour = "#4e79a7"
     const [x, y] = [xAt(i).toFixed(1), yAt(v).toFixed(1)];
     const joined = i > 0 && values[i - 1] !== null;
     const alone = !joined && (i + 1 >= values.length || values[i + 1] === null);
-    if (alone) dots.push(s("circle", { class: "spark-dot", cx: x, cy: y, r: "2.6", fill: colour }));
-    else d += `${joined ? "L" : "M"}${x},${y}`;
+    if (alone || few) dots.push(s("circle", { class: "spark-dot", cx: x, cy: y, r: "2.4", fill: colour }));
+    if (!alone) d += `${joined ? "L" : "M"}${x},${y}`;
   });
   if (present.length === 1) {
-    // One value: its level across the chart and the value itself, written beside its dot.
     const y = yAt(present[0]);
-    const x = xAt(values.findIndex((v) => v !== null));
-    svg.append(
-      s("path", { class: "spark-level", d: `M2,${y}L${width - 2},${y}`, stroke: colour, "stroke-width": "1", "stroke-opacity": "0.35", "stroke-dasharray": "3 3", fill: "none" }),
-      s("text", { class: "spark-value", x: (x > width / 2 ? x - 6 : x + 6).toFixed(1), y: (y - 4).toFixed(1), "text-anchor": x > width / 2 ? "end" : "start" }, format(present[0])),
-    );
+    svg.append(s("path", { class: "spark-level", d: `M2,${y}L${width - 2},${y}`, stroke: colour, "stroke-width": "1", "stroke-opacity": "0.35", "stroke-dasharray": "3 3", fill: "none" }));
+  }
+  if (present.length && few) {
+    // The last value, written beside its dot (on the side with room).
+    const last = values.length - 1 - [...values].reverse().findIndex((v) => v !== null);
+    const [x, y] = [xAt(last), yAt(values[last])];
+    const left = x > width / 2;
+    svg.append(s("text", { class: "spark-value", x: (left ? x - 6 : x + 6).toFixed(1), y: Math.max(9, y - 3).toFixed(1), "text-anchor": left ? "end" : "start" }, format(values[last])));
   }
   if (d || !present.length) {
     svg.append(s("path", { d: d || `M0,${height - 4}L${width},${height - 4}`, fill: "none", stroke: colour, "stroke-width": "1.6", "stroke-linecap": "round", "stroke-linejoin": "round" }));

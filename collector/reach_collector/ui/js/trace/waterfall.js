@@ -11,7 +11,7 @@ const OVERSCAN = 12;
 const INDENT = 13;
 const MAX_INDENT_DEPTH = 12;
 const LABEL_WIDTH = 340; // --label-w in console.css
-const LANE_MARGIN = 130; // .wf-lane's right margin: room for the text after a bar ending late
+const LANE_MARGIN = 150; // .wf-lane's right margin: room for the text after a bar ending late
 
 function niceStep(total, count = 6) {
   const raw = total / count;
@@ -21,6 +21,7 @@ function niceStep(total, count = 6) {
   return 10 * power;
 }
 
+/** The text beside a row's bar, and a shorter one (no duration) for where that does not fit. */
 function barText(row) {
   const parts = [];
   if (row.handoff) {
@@ -34,8 +35,8 @@ function barText(row) {
     if (k.input !== null || k.output !== null) parts.push(`${fmt.int(k.input || 0)} → ${fmt.int(k.output || 0)} tok`);
   }
   for (const m of row.markers) if (m.kind === "gate") parts.push(`⚠ ${m.text}`);
-  parts.push(fmt.duration(row.span.duration_ms));
-  return parts.join(" · ");
+  const full = [...parts, fmt.duration(row.span.duration_ms)].join(" · ");
+  return { full, short: parts.length ? parts.join(" · ") : full };
 }
 
 export class Waterfall {
@@ -210,8 +211,9 @@ export class Waterfall {
       mark.style.left = `${Math.min(100, Math.max(0, at))}%`;
       slot.marks.append(mark);
     }
-    const text = barText(row);
+    const { full: text, short } = barText(row);
     slot.text.textContent = text;
+    slot.short = short;
     slot.lane.title = text; // the whole text on hover, where place() had to shorten it
     // After the bar (at least its 3px) for now; place() moves it before the bar where it does not
     // fit after, and shortens it where it fits on neither side: beside the bar, never over it.
@@ -230,10 +232,19 @@ export class Waterfall {
     const lane = this.laneWidth();
     const widths = this.unplaced.map((slot) => slot.text.offsetWidth);
     this.unplaced.forEach((slot, k) => {
-      const needed = widths[k];
+      let needed = widths[k];
       const after = ((100 - slot.after) / 100) * lane + LANE_MARGIN - 3;
       const before = (slot.left / 100) * lane + 8; // up to the lane's left margin
       if (needed <= after) return;
+      if (needed > Math.max(before, after) && slot.short !== slot.text.textContent) {
+        // Neither side has room for all of it: the text without its duration, when that fits.
+        const shorter = (needed * slot.short.length) / slot.text.textContent.length + 4;
+        if (shorter <= Math.max(before, after)) {
+          slot.text.textContent = slot.short;
+          needed = shorter;
+          if (needed <= after) return;
+        }
+      }
       if (needed <= before || before > after) {
         slot.text.classList.add("before");
         slot.text.style.left = "";

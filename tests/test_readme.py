@@ -96,3 +96,15 @@ def test_the_on_call_example_in_the_readme_is_valid(tmp_path: Path) -> None:
     path.write_text(block)
     setup = from_settings(load(str(path)))
     assert set(setup.users) == {"alice", "bob", "mgr"}
+
+
+def test_the_bootstrap_says_what_it_takes() -> None:
+    """The two commands' first step: a wrong extra is a usage line and exit 2, never a traceback."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bootstrap.py"), "everything"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 2 and out.stderr.strip() == "usage: python3 bootstrap.py {all|dev|collector}"
+    first = FENCE.search(README)
+    assert first is not None
+    for line in first.group(2).splitlines():
+        assert line.startswith("python3 bootstrap.py "), line  # a venv in the same line (PEP 668)

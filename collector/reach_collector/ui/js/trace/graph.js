@@ -91,6 +91,40 @@ function layout(nodes, edges, rankdir) {
 }
 
 /**
+ * Where each edge meets each agent's side (keys: edge name + ">" where it leaves, "<" where it
+ * arrives): alone on a side, about where dagre aimed it; several on one side, spread evenly along it
+ * in the order they go, so no two arrows meet at one point. Kept off the box's corners.
+ */
+function ports(g, edges, boxes, horizontal) {
+  const main = horizontal ? "x" : "y";
+  const cross = horizontal ? "y" : "x";
+  const sides = new Map();
+  const at = (agent, sign, key, towards) => {
+    const side = `${agent}\u0000${sign}`;
+    if (!sides.has(side)) sides.set(side, { agent, ends: [] });
+    sides.get(side).ends.push({ key, towards });
+  };
+  for (const e of edges) {
+    if (e.source === e.target) continue;
+    const { points } = g.edge(e.source, e.target, e.name);
+    const dir = Math.sign(g.node(e.target)[main] - g.node(e.source)[main]) || 1;
+    at(e.source, dir, `${e.name}>`, points[Math.min(1, points.length - 1)][cross]);
+    at(e.target, -dir, `${e.name}<`, points[Math.max(0, points.length - 2)][cross]);
+  }
+  const out = new Map();
+  for (const { agent, ends } of sides.values()) {
+    const box = boxes.get(agent);
+    const low = box[cross] - box.crossSize / 2 + 8;
+    const high = box[cross] + box.crossSize / 2 - 8;
+    ends.sort((p, q) => p.towards - q.towards);
+    ends.forEach((p, i) => {
+      out.set(p.key, ends.length === 1 ? Math.min(high, Math.max(low, p.towards)) : low + ((high - low) * i) / (ends.length - 1));
+    });
+  }
+  return out;
+}
+
+/**
  * The path of an edge through dagre's points: a point in a rank becomes a straight run across that
  * rank's band (as wide as its widest agent or label) at the point's height, and consecutive runs are
  * joined by curves that stay in the gap between two bands, where there are no agents.
@@ -115,15 +149,10 @@ function route(g, e, horizontal) {
   const mids = label.points.slice(1, -1);
   const dir = Math.sign(b[main] - a[main]) || 1;
   const pt = (m, c) => (horizontal ? [m, c] : [c, m]);
-  // Where it leaves and enters an agent: the side facing the way it goes, at about the height
-  // dagre chose (the drawn box: below the room kept for a self-loop), kept off the corners.
-  const side = (box, towards, sign) => {
-    const low = box[cross] - box.crossSize / 2 + 8;
-    const high = box[cross] + box.crossSize / 2 - 8;
-    return [box[main] + sign * (box.mainSize / 2), Math.min(high, Math.max(low, towards))];
-  };
-  const [sm, sc] = side(e.sourceBox, (mids[0] ?? label.points[label.points.length - 1])[cross], dir);
-  const [em, ec] = side(e.targetBox, (mids[mids.length - 1] ?? label.points[0])[cross], -dir);
+  // Where it leaves and enters an agent: on the side facing the way it goes, at its port there.
+  const sm = e.sourceBox[main] + dir * (e.sourceBox.mainSize / 2);
+  const em = e.targetBox[main] - dir * (e.targetBox.mainSize / 2);
+  const [sc, ec] = [e.ports.get(`${e.name}>`), e.ports.get(`${e.name}<`)];
   const runs = [[sm, sc]];
   const own = (v) => bands.get(Math.round(v[main])) ?? v[size] / 2;
   runs.push([a[main] + dir * own(a), sc]); // out of its own rank's band before turning
@@ -196,6 +225,8 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
     boxes.set(v.id, { left: n.x - v.width / 2, top, width: v.width, x: n.x, y: top + NODE_H / 2, mainSize: horizontal ? v.width : NODE_H, crossSize: horizontal ? NODE_H : v.width });
   }
 
+  const attach = ports(g, shown, boxes, horizontal);
+
   const svg = s("svg", { id, class: "graph", viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, role: "img", "aria-label": title, width: Math.ceil(width), height: Math.ceil(height), preserveAspectRatio: "xMidYMin meet" });
   const defs = s("defs");
   for (const [name, colour] of Object.entries(OUTCOME_COLORS)) {
@@ -228,7 +259,7 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       at = [x, y - (reach * 3) / 4];
     } else {
       const l = g.edge(e.source, e.target, e.name);
-      d = route(g, { ...e, sourceBox: boxes.get(e.source), targetBox: boxes.get(e.target) }, horizontal);
+      d = route(g, { ...e, sourceBox: boxes.get(e.source), targetBox: boxes.get(e.target), ports: attach }, horizontal);
       at = [l.x, l.y];
     }
     const group = s("g", { class: `edge o-${outcome}${e.dashed ? " inferred" : ""}`, "data-source": e.source, "data-target": e.target, "data-count": String(e.count ?? 1) });

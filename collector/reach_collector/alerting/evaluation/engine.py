@@ -14,11 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from reach_collector.alerting.config import AlertingSetup, from_settings
+from reach_collector.alerting.evaluation.cause_notes import CauseFinder, CauseNotes
 from reach_collector.alerting.evaluation.evaluator import Evaluator
 from reach_collector.alerting.evaluation.history import Acknowledgement, AlertHistory, MemoryHistory
 from reach_collector.alerting.evaluation.replay import ReplayResult, replay
 from reach_collector.alerting.evaluation.state import Alert, AlertState, Transition
 from reach_collector.alerting.inputs.data import AlertData
+from reach_collector.alerting.inputs.store_data import StoreAlertData
 from reach_collector.alerting.notify.delivery import Backoff, DeliveryAttempt
 from reach_collector.alerting.notify.links import AlertLinks
 from reach_collector.alerting.notify.log_lines import log_ack, log_attempt, log_transition
@@ -65,6 +67,7 @@ class AlertEngine:
         rules: Sequence[Rule] | None = None,
         on_transition: Sequence[Callable[[Transition], None]] = (),
         logger: logging.Logger | None = None,
+        causes: CauseFinder | None = None,
     ) -> None:
         self.setup = setup
         self.data = data
@@ -72,6 +75,8 @@ class AlertEngine:
         self.history: AlertHistory = history if history is not None else MemoryHistory()
         self.rules = list(rules) if rules is not None else build_rules(setup.alerting)
         self.evaluator = Evaluator(self.rules)
+        # firing alerts about an agent carry its top cause (SPEC §17), read where the spans are
+        self.cause_notes = CauseNotes(self.rules, causes) if causes is not None else None
         self._log = logger or log
         sender = sender if sender is not None else HttpSender()
         self.links = AlertLinks(external_url, self.rules)
@@ -117,6 +122,8 @@ class AlertEngine:
         with self._lock:
             now = self.clock() if now is None else now
             transitions = self.evaluator.evaluate(now, self.data)
+            if self.cause_notes is not None:
+                transitions = self.cause_notes.apply(now, self.evaluator, transitions)
             for t in transitions:
                 self.history.record_transition(t)
                 for listener in self._listeners:
@@ -254,4 +261,5 @@ def build_engine(
         clock=clock,
         external_url=url,
         on_transition=on_transition,
+        causes=data.causes if isinstance(data, StoreAlertData) else None,
     )

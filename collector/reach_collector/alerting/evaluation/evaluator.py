@@ -7,7 +7,7 @@ they were and the error is kept as the rule's health, as Prometheus does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from reach_collector.alerting.evaluation.state import Alert, AlertState, Transition, advance
@@ -90,6 +90,13 @@ class Evaluator:
                 active[alert.fingerprint] = alert.snapshot()
                 restored += 1
         return restored
+
+    def annotate(self, fingerprint: str, annotations: Mapping[str, str]) -> None:
+        """Add ``annotations`` to an active alert (until its rule's next sample replaces them)."""
+        for active in self._active.values():
+            if fingerprint in active:
+                active[fingerprint].annotations.update(annotations)
+                return
 
     def find(self, fingerprint: str) -> Alert | None:
         for active in self._active.values():

@@ -12,13 +12,17 @@ outcomes and spend over long windows come from per-minute counts kept once a min
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.inputs.topology_windows import DEFAULT_SETTLE_S, EdgeWindows, SpendWindows
 from reach_collector.query import topology
+from reach_collector.query.causes import window_causes
 from reach_collector.query.heartbeats import last_heartbeats
 from reach_collector.query.metrics import agent_window_stats
+from reach_collector.query.pricing import PriceTable
 from reach_collector.store.base import TraceStore
+from reach_collector.text.windows import MAX_WINDOW_S
 
 __all__ = ["StoreAlertData"]
 
@@ -64,6 +68,12 @@ class StoreAlertData:
             )
             for agent, row in rows.items()
         }
+
+    def causes(self, now: float, window_s: float, agent: str) -> Mapping[str, Any]:
+        """The causes of ``agent``'s failed traces over the window (SPEC §17, ``/api/causes``), the
+        window held to the API's longest."""
+        span = min(window_s, MAX_WINDOW_S)
+        return window_causes(self._store, int(now * _NS), span, PriceTable(self._prices), agent=agent)
 
     def heartbeats(self, now: float) -> Mapping[str, Heartbeat]:
         now_ns = int(now * _NS)

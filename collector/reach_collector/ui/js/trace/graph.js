@@ -124,16 +124,11 @@ function ports(g, edges, boxes, horizontal) {
   return out;
 }
 
-/**
- * The path of an edge through dagre's points: a point in a rank becomes a straight run across that
- * rank's band (as wide as its widest agent or label) at the point's height, and consecutive runs are
- * joined by curves that stay in the gap between two bands, where there are no agents.
- */
-function route(g, e, horizontal) {
-  const main = horizontal ? "x" : "y";
-  const cross = horizontal ? "y" : "x";
-  const size = horizontal ? "width" : "height";
-  const bands = new Map(); // a rank's position on the main axis → half its band
+/** Each rank's position on the main axis (rounded) → half the width of its band: its widest agent
+ * or label, every one of which dagre centres on the rank. */
+function bandsOf(g, horizontal) {
+  const [main, size] = horizontal ? ["x", "width"] : ["y", "height"];
+  const bands = new Map();
   const band = (at, half) => {
     const key = Math.round(at);
     bands.set(key, Math.max(bands.get(key) ?? 0, half));
@@ -143,6 +138,18 @@ function route(g, e, horizontal) {
     const l = g.edge(ed);
     if (l.x !== undefined) band(l[main], l[size] / 2);
   }
+  return bands;
+}
+
+/**
+ * The path of an edge through dagre's points: a point in a rank becomes a straight run across that
+ * rank's band (as wide as its widest agent or label) at the point's height, and consecutive runs are
+ * joined by curves that stay in the gap between two bands, where there are no agents.
+ */
+function route(g, e, horizontal, bands) {
+  const main = horizontal ? "x" : "y";
+  const cross = horizontal ? "y" : "x";
+  const size = horizontal ? "width" : "height";
   const label = g.edge(e.source, e.target, e.name);
   const a = g.node(e.source);
   const b = g.node(e.target);
@@ -226,6 +233,7 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
   }
 
   const attach = ports(g, shown, boxes, horizontal);
+  const bands = bandsOf(g, horizontal);
 
   const svg = s("svg", { id, class: "graph", viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, role: "img", "aria-label": title, width: Math.ceil(width), height: Math.ceil(height), preserveAspectRatio: "xMidYMin meet" });
   const defs = s("defs");
@@ -259,7 +267,7 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
       at = [x, y - (reach * 3) / 4];
     } else {
       const l = g.edge(e.source, e.target, e.name);
-      d = route(g, { ...e, sourceBox: boxes.get(e.source), targetBox: boxes.get(e.target), ports: attach }, horizontal);
+      d = route(g, { ...e, sourceBox: boxes.get(e.source), targetBox: boxes.get(e.target), ports: attach }, horizontal, bands);
       at = [l.x, l.y];
     }
     const group = s("g", { class: `edge o-${outcome}${e.dashed ? " inferred" : ""}`, "data-source": e.source, "data-target": e.target, "data-count": String(e.count ?? 1) });

@@ -206,6 +206,27 @@ def test_a_retried_error_is_absorbed_not_the_origin(module_collector: Collector,
     assert (body["wasted"]["input_tokens"], body["wasted"]["output_tokens"]) == (40, 4)
 
 
+def test_a_failed_attempt_retried_beside_it_is_absorbed(module_collector: Collector, app: App) -> None:
+    """The agent's tool failed, was retried at once and answered; the agent failed later at its
+    LLM call. The first attempt (a failing child of a failing agent, ending first) is no origin:
+    a later sibling, the same tool, did not fail."""
+    root = app.root(0, 2000)
+    agent = root.agent("Billing", 10, 1900, error="AgentError")
+    agent.tool("Billing", "query_invoice", 20, 30, error="TimeoutError")
+    agent.tool("Billing", "query_invoice", 60, 30)
+    chat = agent.llm("Billing", "large", 200, (10, 1), error="RateLimitError")
+    app.flush()
+    assert cause(module_collector, root.trace_id)["origin"]["span_id"] == chat.span_id
+    # when every attempt failed, the first is where it began
+    root = app.root(0, 2000)
+    agent = root.agent("Billing", 10, 1900, error="AgentError")
+    first = agent.tool("Billing", "query_invoice", 20, 30, error="TimeoutError")
+    agent.tool("Billing", "query_invoice", 60, 30, error="TimeoutError")
+    agent.llm("Billing", "large", 200, (10, 1), error="RateLimitError")
+    app.flush()
+    assert cause(module_collector, root.trace_id)["origin"]["span_id"] == first.span_id
+
+
 def test_a_fallback_hides_a_failure(module_collector: Collector, app: App) -> None:
     """The primary model failed twice and a fallback answered (the router span is OK): those
     errors are no origin; the ticket tool that failed afterwards is. The waste counts the failed

@@ -77,7 +77,7 @@ def _trace(end_ns: int, origin: str, service: str = "desk") -> list[dict[str, An
                 error=True,
                 error_type="Timeout",
             ),
-            s(billing, sc.OP_TOOL, 110, 20, agent="Billing", tool="query_invoice"),
+            s(billing, sc.OP_TOOL, 110, 20, agent="Billing", tool="search_kb", name="execute_tool search_kb"),
             s(
                 billing,
                 sc.OP_CHAT,

@@ -5,7 +5,9 @@
 - A span **fails** when it is ERROR, or is a handoff whose §11 outcome (``handoff_outcome``, as the
   trace view reads it) is rejected, failed, expired or unknown. **Failing chains** run from the
   root down through failing children only, so an ERROR span under a parent that did not fail (a
-  retry or a fallback absorbed it) is never on one.
+  retry or a fallback absorbed it) is never on one; nor is a failed attempt that a retry absorbed:
+  a failing span with a later sibling of the same operation and name (the same tool, model or
+  handoff target) that did not fail.
 - The **origin** is the failing span at the bottom of a chain (no failing child), the
   earliest-ending one (then earliest start, then span id). A handoff flagged
   ``reach.loop.detected``, or carrying ``reach.hop.limit_exceeded`` (attribute or event), ends its
@@ -167,6 +169,21 @@ class _Trace:
         row = self.by_id[span_id]
         return row["status_code"] == ERROR_CODE or self.outcome.get(span_id) in _FAILED_OUTCOMES
 
+    def retried(self, parent: str) -> set[str]:
+        """The failing children of ``parent`` that a retry absorbed: a later sibling of the same
+        operation and name (the same tool, model or target) that did not fail."""
+        kids = [self.by_id[c] for c in self.children.get(parent, ())]
+        ok: dict[tuple[Any, Any], int] = {}  # (operation, what) → the latest start of a success
+        for r in kids:
+            if not self.failing(r["span_id"]):
+                key = (r["operation"], _what(r))
+                ok[key] = max(ok.get(key, r["start_ns"]), r["start_ns"])
+        return {
+            r["span_id"]
+            for r in kids
+            if self.failing(r["span_id"]) and ok.get((r["operation"], _what(r)), -1) > r["start_ns"]
+        }
+
     def subtree(self, span_id: str) -> Iterable[str]:
         stack, seen = [span_id], {span_id}
         while stack:
@@ -176,6 +193,18 @@ class _Trace:
                 if child not in seen:
                     seen.add(child)
                     stack.append(child)
+
+
+def _what(row: Mapping[str, Any]) -> Any:
+    """What a span calls: its tool, model, handoff target or agent, else its name."""
+    op = row["operation"]
+    if op == sc.OP_TOOL:
+        return row["tool"] or row["name"]
+    if op in _LLM:
+        return row["model"] or row["name"]
+    if op == sc.OP_HANDOFF:
+        return row["handoff_target"]
+    return row["agent"] if op == sc.OP_AGENT else row["name"]
 
 
 def _flags(row: Mapping[str, Any]) -> tuple[bool, bool]:
@@ -210,7 +239,8 @@ def trace_cause(trace_id: str, rows: Iterable[Mapping[str, Any]], prices: PriceT
         if row["operation"] == sc.OP_HANDOFF and any(_flags(row)):
             stops.append(at)
         else:
-            below = [c for c in t.children.get(at, ()) if c not in seen and t.failing(c)]
+            retried = t.retried(at)
+            below = [c for c in t.children.get(at, ()) if c not in seen and c not in retried and t.failing(c)]
             if not below:
                 (carried if at in t.carried else bottoms).append(at)
             for child in below:

@@ -58,3 +58,14 @@ def test_every_asset_is_package_data() -> None:
     assert served
     for name in served:
         assert any(fnmatch.fnmatchcase(name, g) and name.count("/") == g.count("/") for g in globs), name
+
+
+def test_the_vendored_layout_library_keeps_its_license() -> None:
+    """dagre (MIT) lays the agent graphs out: shipped as a file of the package, its notice kept."""
+    dagre = (UI / "js" / "vendor" / "dagre.js").read_text()
+    head = dagre[:2000]
+    assert head.startswith("/*! @license @dagrejs/dagre")
+    assert "Copyright (c) 2012-2014 Chris Pettitt" in head and "Permission is hereby granted" in head
+    graph = (UI / "js" / "trace" / "graph.js").read_text()
+    assert 'import dagre from "../vendor/dagre.js";' in graph
+    assert '<link rel="modulepreload" href="/ui/js/vendor/dagre.js">' in (UI / "index.html").read_text()

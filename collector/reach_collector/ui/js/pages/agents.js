@@ -36,11 +36,12 @@ export function sparkline(points, { width = 140, height = 28, colour = "#4e79a7"
   const dots = [];
   values.forEach((v, i) => {
     if (v === null) return;
-    const [x, y] = [xAt(i).toFixed(1), yAt(v).toFixed(1)];
+    const [x, y] = [xAt(i), yAt(v)];
     const joined = i > 0 && values[i - 1] !== null;
     const alone = !joined && (i + 1 >= values.length || values[i + 1] === null);
-    if (alone || few) dots.push(s("circle", { class: "spark-dot", cx: x, cy: y, r: "2.4", fill: colour }));
-    if (!alone) d += `${joined ? "L" : "M"}${x},${y}`;
+    // A dot as a path (two arcs): the page draws no <circle>, which span text can never become.
+    if (alone || few) dots.push(s("path", { class: "spark-dot", d: `M${(x - 2.4).toFixed(1)},${y.toFixed(1)}a2.4,2.4 0 1,0 4.8,0a2.4,2.4 0 1,0 -4.8,0z`, fill: colour }));
+    if (!alone) d += `${joined ? "L" : "M"}${x.toFixed(1)},${y.toFixed(1)}`;
   });
   if (present.length === 1) {
     const y = yAt(present[0]);

@@ -1,13 +1,23 @@
-"""Diagnosis benchmark (SPEC §17): how fast ``/api/causes`` answers over a 15-minute window at 10 M
-spans, and how long one trace's cause takes.
+"""Diagnosis benchmark (SPEC §17): how often the cause is right, and how fast it comes.
 
-The store: the metrics benchmark's requests (bench/metrics.py: a workflow root, a triage agent
-handing off to one of four targets, LLM and tool calls, 12 requests a second), 3 % of which fail —
-there the target's last tool call, its agent and the root are ERROR (so a window of 15 minutes holds
-about 320 failed traces, past the 200 a window's causes analyse). Written through the store's own
-write path.
+Accuracy (the default): a seeded fault-injection corpus (bench/_faults.py) written
+to a store — per trace, whether the origin found is the injected span, and whether its agent is
+the faulty one, top-1, beside a baseline (the agent with the most ERROR spans; top-1 and top-3);
+per window (a mix of causes, one dominant, plus red herrings), whether the ranking's first cause
+(top-1) or one of its first three (top-3) is the dominant one, beside the baseline's agent. The
+corpus is built on the same model of propagation and absorption the diagnosis implements (an
+absorbed error has a parent that did not fail, or a later sibling retry that did not), so it checks
+the implementation against the definitions, not the definitions against real incidents.
 
-    python bench/diagnosis.py [--spans 10000000] [--runs 50] [--db PATH]
+Timing (``--timing``): ``/api/causes``'s query over a 15-minute window and one trace's cause
+(its rows read by id), in process. The store is the metrics benchmark's requests
+(bench/metrics.py: a workflow root, a triage agent handing off to one of four targets, LLM and
+tool calls, 12 requests a second), 3 % of which fail — there the target's last tool call, its
+agent and the root are ERROR (so a window of 15 minutes holds about 320 failed traces, past the
+200 a window's causes analyse). Written through the store's own write path.
+
+    python bench/diagnosis.py [--traces 2000] [--windows 40] [--seed 7]
+    python bench/diagnosis.py --timing [--spans 10000000] [--runs 50] [--db PATH]
 
 ``--db`` keeps the generated store (10 M spans take minutes to write) and reuses it next time.
 """
@@ -15,6 +25,7 @@ write path.
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import tempfile
 import time
@@ -33,6 +44,7 @@ from reach_collector.store import schema
 from reach_collector.store.duckdb_store import DuckDBStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _faults as faults  # the fault-injection corpus
 import metrics as spans_bench  # the sibling benchmark's span generator
 
 PRICES = PriceTable({"fake-model": {"input": 0.15, "output": 0.6}})
@@ -103,12 +115,116 @@ def measure(db: Path, now_ns: int, runs: int) -> dict[str, Any]:
     return out
 
 
+def _store(traces: list[faults.Trace]) -> DuckDBStore:
+    """An in-memory store holding ``traces``, written as the collector's writer writes."""
+    store = DuckDBStore(":memory:")
+    side = duckdb.connect()
+    for statement in schema.DDL:
+        side.execute(statement)
+    table = pa.Table.from_pylist([r for t in traces for r in t.rows], schema=schema.ARROW_SCHEMA)
+    store.write(table, spans_bench._parts(side, table))
+    side.close()
+    return store
+
+
+def per_trace(n: int, seed: int) -> dict[str, dict[str, float]]:
+    """Per fault kind (and ``all``): origin span right, origin agent right (ours, top-1), and the
+    baseline's agent top-1 and top-3, over ``n`` failed traces."""
+    rng = random.Random(seed)
+    now = time.time_ns()
+    traces = [
+        faults.build(rng, f"{rng.getrandbits(128):032x}", now - (n - i) * 10**9, faults.random_fault(rng))
+        for i in range(n)
+    ]
+    store = _store(traces)
+    tally: dict[str, list[int]] = {}
+    for t in traces:
+        assert t.fault is not None
+        found = trace_cause(t.trace_id, store.trace_spans(t.trace_id) or [], PRICES)
+        origin = found.origin or {}
+        guess = faults.baseline(t.rows)
+        hits = [
+            origin.get("span_id") == t.origin,
+            origin.get("agent") == t.fault.agent and origin.get("kind") == t.fault.kind,
+            guess[:1] == [t.fault.agent],
+            t.fault.agent in guess[:3],
+        ]
+        for key in (t.fault.kind, "all"):
+            row = tally.setdefault(key, [0, 0, 0, 0, 0])
+            row[0] += 1
+            for i, hit in enumerate(hits):
+                row[i + 1] += hit
+    store.close()
+    return {
+        kind: {"traces": r[0], "span": r[1] / r[0], "agent+kind": r[2] / r[0], "base@1": r[3] / r[0],
+               "base@3": r[4] / r[0]}
+        for kind, r in sorted(tally.items(), key=lambda kv: (kv[0] == "all", kv[0]))
+    }  # fmt: skip
+
+
+def per_window(windows: int, seed: int, failed: int = 60) -> dict[str, float]:
+    """Over ``windows`` windows of ``failed`` failed traces (a dominant cause in 40 %, two others in
+    25 % and 15 %, the rest random) and as many requests that did not fail: the ranking's top-1
+    and top-3 against the dominant cause, and the baseline's agent."""
+    rng = random.Random(seed)
+    top1 = top3 = base = 0
+    for _ in range(windows):
+        now = time.time_ns()
+        causes = [faults.random_fault(rng) for _ in range(3)]
+        while len({(c.agent, c.kind, c.name) for c in causes}) < 3 or len({c.agent for c in causes}) < 3:
+            causes = [faults.random_fault(rng) for _ in range(3)]
+        plan: list[faults.Fault | None] = []
+        for cause, share in zip(causes, (0.4, 0.25, 0.15), strict=True):
+            plan += [cause] * int(failed * share)
+        plan += [faults.random_fault(rng) for _ in range(failed - len(plan))]
+        plan += [None] * failed
+        rng.shuffle(plan)
+        traces = [
+            faults.build(rng, f"{rng.getrandbits(128):032x}", now - (len(plan) - i) * 2 * 10**9, f)
+            for i, f in enumerate(plan)
+        ]
+        store = _store(traces)
+        body = window_causes(store, now + 10**9, WINDOW_S, PRICES)
+        ranked = [(c["agent"], c["kind"], c["name"]) for c in body["causes"]]
+        truth = (causes[0].agent, causes[0].kind, causes[0].name)
+        top1 += ranked[:1] == [truth]
+        top3 += truth in ranked[:3]
+        base += faults.baseline([r for t in traces for r in t.rows])[:1] == [causes[0].agent]
+        store.close()
+    return {
+        "windows": windows,
+        "top-1": top1 / windows,
+        "top-3": top3 / windows,
+        "baseline@1": base / windows,
+    }
+
+
+def accuracy(n: int, windows: int, seed: int) -> None:
+    print(f"Per trace ({n} failed traces, seed {seed}): origin span found; origin agent and kind; baseline")
+    print(f"{'kind':<18}{'traces':>7}{'span':>8}{'agent+kind':>12}{'base@1':>9}{'base@3':>9}")
+    for kind, r in per_trace(n, seed).items():
+        print(
+            f"{kind:<18}{r['traces']:>7}{r['span']:>8.1%}{r['agent+kind']:>12.1%}"
+            f"{r['base@1']:>9.1%}{r['base@3']:>9.1%}"
+        )
+    w = per_window(windows, seed)
+    print(f"\nPer window ({windows} windows of 60 failed traces and 60 that did not fail):")
+    print(f"ranking top-1 {w['top-1']:.1%}  top-3 {w['top-3']:.1%}  baseline top-1 {w['baseline@1']:.1%}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timing", action="store_true", help="time /api/causes at --spans instead")
+    parser.add_argument("--traces", type=int, default=2000)
+    parser.add_argument("--windows", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--spans", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--db", default=None, help="keep the generated store here and reuse it")
     args = parser.parse_args()
+    if not args.timing:
+        accuracy(args.traces, args.windows, args.seed)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(args.db) if args.db else Path(tmp) / "diagnosis.duckdb"
         now_ns = _newest_end(db) if db.exists() else build(db, args.spans)

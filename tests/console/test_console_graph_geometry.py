@@ -311,6 +311,19 @@ TOPOLOGIES = {
             _edge("supervisor", "supervisor", 2, 2, 2),
         ],
     ),
+    # The same with a worker that passes on to a third, who hands back to the supervisor: the
+    # return budget_agent → supervisor must not be drawn through research_agent.
+    "supervisor-chain": _topology(
+        ["supervisor", "budget_agent", "weather_agent", "research_agent"],
+        [
+            _edge("supervisor", "budget_agent", 5, 5),
+            _edge("budget_agent", "supervisor", 5, 5),
+            _edge("supervisor", "weather_agent", 5, 5),
+            _edge("weather_agent", "supervisor", 5, 5),
+            _edge("weather_agent", "research_agent", 3, 3),
+            _edge("research_agent", "supervisor", 3, 3),
+        ],
+    ),
     # The demo's support desk over an hour, with the hand-offs between workers it makes.
     "support-desk": _topology(
         ["TriageAgent", *WORKERS],

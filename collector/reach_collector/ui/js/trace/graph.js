@@ -76,7 +76,7 @@ function fit(text, width, font) {
  */
 function layout(nodes, edges, rankdir) {
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir, nodesep: 22, edgesep: 14, ranksep: 64, marginx: MARGIN, marginy: MARGIN });
+  g.setGraph({ rankdir, nodesep: 22, edgesep: 14, ranksep: 88, marginx: MARGIN, marginy: MARGIN });
   for (const v of nodes) {
     const loopW = v.loopLabel ? v.loopLabel.width + 8 : 0;
     g.setNode(v.id, { width: Math.max(v.width, loopW), height: NODE_H + (v.loopLabel ? LOOP_ROOM : 0) });

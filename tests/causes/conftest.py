@@ -17,9 +17,9 @@ from reach_collector.config import Settings
 from reach_collector.store.duckdb_store import DuckDBStore
 
 
-def _start(db: Path, running: list[tuple[ServerThread, DuckDBStore]]) -> Collector:
+def _start(db: Path, running: list[tuple[ServerThread, DuckDBStore]], **settings_kw: Any) -> Collector:
     store = DuckDBStore(db)
-    settings = replace(Settings(prices=PRICES), db=str(db), retention_s=0)
+    settings = replace(Settings(prices=PRICES, **settings_kw), db=str(db), retention_s=0)
     app = create_app(settings, store=store, alert_loop=False)
     server = ServerThread(app).start()
     running.append((server, store))
@@ -37,12 +37,13 @@ def module_collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Colle
 
 
 @pytest.fixture
-def start_collector(tmp_path: Path) -> Iterator[Callable[[], Collector]]:
-    """A collector of the test's own (its window holds only the test's traces)."""
+def start_collector(tmp_path: Path) -> Iterator[Callable[..., Collector]]:
+    """A collector of the test's own (its window holds only the test's traces); keyword arguments
+    are Settings fields (``query_token=...``)."""
     running: list[tuple[ServerThread, DuckDBStore]] = []
 
-    def start() -> Collector:
-        return _start(tmp_path / f"traces-{len(running)}.duckdb", running)
+    def start(**settings: Any) -> Collector:
+        return _start(tmp_path / f"traces-{len(running)}.duckdb", running, **settings)
 
     yield start
     for server, store in running:

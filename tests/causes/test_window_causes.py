@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import httpx
 import pytest
 from cause_helpers import PRICES, App, Collector
 from corpus import send_corpus
@@ -105,3 +106,14 @@ def test_bad_input_is_a_400_naming_the_parameter(
     r = module_collector.get("/api/causes", **params)
     assert r.status_code == 400, r.text
     assert says in r.json()["detail"]
+
+
+def test_the_query_token_guards_both_routes(start_collector: Callable[..., Collector]) -> None:
+    """§11: every /api/* route but ingest's needs the query token; the ingest token is refused."""
+    collector = start_collector(query_token="q-secret", ingest_token="i-secret")
+    for path in ("/api/causes", f"/api/traces/{'ab' * 16}/cause"):
+        assert httpx.get(collector.url + path, timeout=10).status_code == 401
+        wrong = httpx.get(collector.url + path, headers={"authorization": "Bearer i-secret"}, timeout=10)
+        assert wrong.status_code == 403
+        right = httpx.get(collector.url + path, headers={"authorization": "Bearer q-secret"}, timeout=10)
+        assert right.status_code == (200 if path == "/api/causes" else 404)

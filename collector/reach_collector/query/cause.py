@@ -47,6 +47,7 @@ from typing import Any, Final
 from reach_collector.query.handoff_outcome import next_run, next_run_index
 from reach_collector.query.pricing import PriceTable
 from reach_collector.query.views import agent_runs, handoff_json, load_json
+from reach_collector.query.waste import waste
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 
@@ -127,7 +128,7 @@ class Cause:
             "affected_agents": self.affected_agents,
             "upstream": list(self.upstream),
             "never_ran": list(self.never_ran),
-            "wasted": self.wasted or _waste([], PriceTable(None)),
+            "wasted": self.wasted or waste([], PriceTable(None)),
         }
 
 
@@ -277,7 +278,7 @@ def trace_cause(trace_id: str, rows: Iterable[Mapping[str, Any]], prices: PriceT
         path_services=frozenset(v for s in path if (v := t.by_id[s]["service"]) is not None),
         upstream=_upstream(t, path, origin["agent"]),
         never_ran=_never_ran(t, on_chain, t.by_id[origin_id]["start_ns"]),
-        wasted=_waste([t.by_id[s] for s in _wasted_ids(t, path)], prices, _after(t, path)),
+        wasted=waste([t.by_id[s] for s in _wasted_ids(t, path)], prices, _after(t, path)),
     )
 
 
@@ -402,45 +403,3 @@ def _after(t: _Trace, path: Sequence[str]) -> list[tuple[int, int]]:
     """The origin's ancestors' time from the moment the origin began: the trace kept running."""
     begun = t.by_id[path[-1]]["start_ns"]
     return [(begun, t.by_id[s]["end_ns"]) for s in path[:-1] if t.by_id[s]["end_ns"] > begun]
-
-
-def _waste(
-    rows: Sequence[Mapping[str, Any]], prices: PriceTable, more: Sequence[tuple[int, int]] = ()
-) -> dict[str, Any]:
-    tin = tout = 0
-    cost = 0.0
-    priced = False
-    unpriced: set[str] = set()
-    for r in rows:
-        if r["operation"] not in _LLM:
-            continue
-        i, o = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
-        if not (i or o):
-            continue
-        tin, tout = tin + i, tout + o
-        usd = prices.usd(r["model"], i, o)
-        if usd is None:
-            unpriced.add(str(r["model"]))
-        else:
-            cost, priced = cost + usd, True
-    return {
-        "input_tokens": tin,
-        "output_tokens": tout,
-        "cost_usd": cost if priced or not unpriced else None,
-        "unpriced_models": sorted(unpriced),
-        "duration_ms": _union_ns([*((r["start_ns"], r["end_ns"]) for r in rows), *more]) / 1e6,
-        "spans": len(rows),
-    }
-
-
-def _union_ns(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of ``[start, end]`` intervals."""
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total += max(0, end - start)
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total

@@ -8,7 +8,7 @@ import { s } from "../dom.js";
 import dagre from "../vendor/dagre.js";
 
 const NODE_H = 46;
-const NODE_MIN_W = 150;
+const NODE_MIN_W = 120;
 const NODE_MAX_W = 260;
 const LABEL_H = 16; // 11px type on its ground (console.css .edge-label)
 const LOOP_ROOM = 26 + LABEL_H; // above an agent that hands off to itself: the loop and its label
@@ -74,9 +74,9 @@ function fit(text, width, font) {
  * Lay the graph out with dagre, ranks along ``rankdir``; every edge (but a self-loop, drawn above
  * its agent in room kept for it) carries its label's box, which dagre places on the edge's path.
  */
-function layout(nodes, edges, rankdir) {
+function layout(nodes, edges, rankdir, ranksep) {
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir, nodesep: 22, edgesep: 14, ranksep: 88, marginx: MARGIN, marginy: MARGIN });
+  g.setGraph({ rankdir, nodesep: 22, edgesep: 14, ranksep, marginx: MARGIN, marginy: MARGIN });
   for (const v of nodes) {
     const loopW = v.loopLabel ? v.loopLabel.width + 8 : 0;
     g.setNode(v.id, { width: Math.max(v.width, loopW), height: NODE_H + (v.loopLabel ? LOOP_ROOM : 0) });
@@ -212,15 +212,16 @@ export function agentGraph(nodes, edges, { id = "agent-graph", title = "agent gr
     const loop = selfLoops.get(v.id);
     return { ...v, width, loopLabel: loop ? { width: loop.labelWidth } : null };
   });
-  // Both directions, kept is the one shown larger in the room it has (ties: left to right).
+  // Both directions, with wide gaps between ranks (where edges turn) or, where room is short,
+  // narrower ones: kept is the one shown largest in the room it has (ties: the earlier).
   let g = null;
   let horizontal = true;
   let best = -1;
-  for (const rankdir of ["LR", "TB"]) {
-    const candidate = layout(laid, shown, rankdir);
+  for (const [rankdir, ranksep] of [["LR", 88], ["TB", 88], ["LR", 56], ["TB", 56]]) {
+    const candidate = layout(laid, shown, rankdir, ranksep);
     const { width, height } = candidate.graph();
     const scale = Math.min(1, room.width / width, room.height / height);
-    if (scale > best + 1e-6) {
+    if (scale > best + 0.02) {
       [g, horizontal, best] = [candidate, rankdir === "LR", scale];
     }
   }

@@ -43,10 +43,11 @@ def test_the_trace_list_has_a_service_column(start_console: Any, page: Page) -> 
 
 def test_a_p95_sparkline_of_one_minute_is_not_blank(start_console: Any, page: Page) -> None:
     console = start_console()
-    # Every span in one minute: the middle of the minute before last.
-    minute = (time.time_ns() // 60_000_000_000 - 2) * 60_000_000_000
+    # Every span in one step of the series: the steps end at now, now - 1 min, ... (the series runs
+    # from an hour before now), so spans ending 2.5 min ago are half a minute from either edge.
+    start = time.time_ns() - 150_000_000_000
     for seed in (1, 2, 3):
-        body, _ = agent_trace(20, seed=seed, start_ns=minute + 20_000_000_000 + seed * 1_000_000_000)
+        body, _ = agent_trace(20, seed=seed, start_ns=start + seed * 100_000_000)
         post(console.url, body)
     series = console.api("/api/metrics/timeseries", metric="p95", by="agent", step="1m", since="1h")
     triage = next(s for s in series["series"] if s["key"] == "TriageAgent")

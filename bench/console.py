@@ -3,7 +3,7 @@
 response with the nested ``roots``), and a screenshot of every page.
 
 A collector runs in this process on a loopback port with the demo's configuration; the demo's
-support desk (``reach_otel.demo``: real openai client, fake LLM, content capture on) sends traffic
+support desk (``reach_collector.demo``: real openai client, fake LLM, content capture on) sends traffic
 for ``--duration`` seconds so alerts fire and the on-call schedule has pages; then two crafted
 multi-agent traces of 1 000 and 10 000 spans are posted as OTLP/JSON. A headless Chromium (Debian's
 ``chromium``, driven over the DevTools protocol) opens each trace ``--rounds`` times.
@@ -72,9 +72,9 @@ def run_demo_traffic(url: str, llm_url: str, duration: float) -> None:
     from openai import AsyncOpenAI
 
     import reach_otel
-    from reach_otel.demo.run import AGENTS, LOST_AGENT
-    from reach_otel.demo.support import SupportDesk
-    from reach_otel.demo.traffic import drive
+    from reach_collector.demo.run import AGENTS, LOST_AGENT
+    from reach_collector.demo.support import SupportDesk
+    from reach_collector.demo.traffic import drive
 
     reach_otel.init(service_name="support-desk", endpoint=url, capture_content=True, instrument=False)
     reach_otel.instrument("openai")
@@ -95,7 +95,7 @@ def run_demo_traffic(url: str, llm_url: str, duration: float) -> None:
 
 def start_collector(tmp: Path, pager: Any, name: str, extra: str = "") -> Any:
     """The demo's collector process (``python -m reach_collector``) with the demo's config."""
-    from reach_otel.demo.run import Collector, demo_config
+    from reach_collector.demo.run import Collector, demo_config
 
     config = tmp / f"{name}.yaml"
     config.write_text(demo_config(pager, datetime.now(timezone.utc)) + extra)
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
 
-    from reach_otel.demo.pager import Pager
+    from reach_collector.demo.pager import Pager
     from reach_otel.testing.fake_llm import FakeLLMServer
 
     load_before = os.getloadavg()[0]

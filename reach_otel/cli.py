@@ -29,7 +29,7 @@ def _register_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 def _demo(args: argparse.Namespace) -> int:
     try:
-        from reach_otel.demo.run import run_demo
+        from reach_collector.demo.run import run_demo
     except ImportError as exc:
         print(f"reach-otel demo needs the collector and openai extras: pip install 'reach-otel[all]' ({exc})")
         return 2

@@ -16,7 +16,7 @@ from collector_process import CollectorProcess, free_port
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_", "OPENAI_"))}
-    env["COLUMNS"] = "200"
+    env["COLUMNS"] = "80"  # what a classic terminal, or a pipe, gets
     # A port of its own: on the default one (4318, where the library exports by default) another
     # test process could race it for the port or send it spans of its own.
     out = subprocess.run(
@@ -33,24 +33,48 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
 def test_demo_output_shows_every_behaviour(demo: tuple[str, Path]) -> None:
     text, _ = demo
     assert "one request, as a trace" in text
-    assert "loop detected" in text and "hop limit exceeded" in text
-    assert "golden metrics per agent" in text and "BillingAgent" in text
-    assert "handoffs:" in text and "tokens per agent" in text
+    loop = text.split("the longest request, hop by hop (7 hops)", 1)[1].split("\n", 1)[1].split("───", 1)[0]
+    assert "TriageAgent → BillingAgent → TriageAgent → BillingAgent" in loop
+    assert "loop detected at hop" in loop and "hop limit exceeded at hop" in loop
+    assert "Golden metrics by agent, last 5m" in text and "BillingAgent" in text
+    assert "handoff efficiency" in text and "Tokens and cost per agent" in text
     for alert in ("ReachSuccessRateLow", "ReachP99LatencyHigh", "ReachAgentHeartbeatLost"):
         assert alert in text
     paged = text.split("who was paged", 1)[1]
-    assert "P0 ReachSuccessRateLow agent=BillingAgent" in paged
-    assert "P1 ReachP99LatencyHigh agent=TechSupportAgent" in paged
+    assert "alice: P0 ReachSuccessRateLow (BillingAgent)" in paged
+    assert "bob: P1 ReachP99LatencyHigh (TechSupportAgent)" in paged
     assert "ReachAgentHeartbeatLost" not in paged.split("deregistered")[0]  # P2 pages nobody
     assert "deregistered from the routing table (no page): ReportingAgent" in paged
     # The report ends with the topology; the Triage → Billing edge burned its commit-rate error
     # budget during the refund incident and paged Billing's owner (dave), not the P1 route.
-    assert "firing   P1 DeskEdgeSLO agent=BillingAgent → dave" in paged.split("agent topology")[0]
+    assert "dave: P1 DeskEdgeSLO (BillingAgent)" in paged.split("agent topology")[0]
     topology = text.rsplit("agent topology", 1)[1]
     assert "Agent topology, last 5m" in topology and "Handoffs (source → target, mode)" in topology
     assert "TriageAgent → BillingAgent" in topology and "TriageAgent → TechSupportAgent" in topology
     assert "BillingAgent → TriageAgent" in topology  # the ping-pong's way back
     assert "Traceback" not in text
+
+
+def test_demo_reads_at_80_columns_piped(demo: tuple[str, Path]) -> None:
+    """Piped at 80 columns: no line wider, no name or time cut short, the console's address given,
+    the requests counted in words, and one line per alert, an alert that resolved and fired again
+    folded into one."""
+    text, db = demo
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80, max(lines, key=len)
+    assert "…" not in text
+    assert "/ui/" in lines[0]
+    sent = text.split("\nsent ", 1)[1].split("───", 1)[0]
+    assert "{" not in sent and "answered" in sent and "refund requests" in sent
+    alerts = text.split(" alerts ─", 1)[1].split("\n", 1)[1].split("who was paged", 1)[0].rsplit("\n", 1)[0]
+    entries = [line.split()[:2] for line in alerts.splitlines() if line.startswith(("P0 ", "P1 ", "P2 "))]
+    for alert in ("P0 ReachSuccessRateLow", "P1 ReachP99LatencyHigh", "P2 ReachAgentHeartbeatLost"):
+        assert alert.split() in entries, alerts
+    with CollectorProcess(db) as collector:  # one line per alert: its episodes folded into it
+        episodes = collector.get("/api/alerts")["alerts"]
+    assert len(entries) == len({a["fingerprint"] for a in episodes}) < len(episodes), alerts
+    # what wraps stays under its alert (indented), never at the start of a line of its own
+    assert all(line.startswith(("P0 ", "P1 ", "P2 ", "   ")) for line in alerts.strip().splitlines()), alerts
 
 
 def test_collector_api_agrees_afterwards(demo: tuple[str, Path], tmp_path: Path) -> None:

@@ -82,6 +82,8 @@ def test_serve_prints_the_lines_to_paste(tmp_path: Path) -> None:
         url = export.removeprefix("export REACH_OTEL_URL=")
         assert url.startswith("http://127.0.0.1:")
         assert "reach-otel trace " in text
+        assert f"web console: {url}/ui/" in text
+        assert httpx.get(f"{url}/ui/", timeout=5).status_code == 200
         listed = subprocess.run(
             [sys.executable, "-m", "reach_otel", "traces", "--url", url, "--limit", "3"],
             capture_output=True,

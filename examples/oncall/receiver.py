@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from reach_otel.demo.pager import Page, Pager
+from reach_collector.demo.pager import Page, Pager
 
 
 def show(page: Page) -> None:

@@ -39,6 +39,9 @@ def test_tables_at_80_columns(collector: Collector, apps: Callable[..., App]) ->
     # Triage → Billing: 5 handoffs, 2 committed, 1 rejected, 1 failed, 1 unknown, p95 480ms.
     row = next(line for line in lines if "Triage → Billing" in line)
     assert row.split()[3:8] == ["5", "2", "1", "1", "1"] and "480ms" in row, row
+    # An edge's mode sits under it, indented: it reads as the edge's, not as a wrapped line.
+    modes = [line for line in lines if line.strip() == "delegate"]
+    assert modes and all(line.startswith("  ") for line in modes), text
     agents = lines[: lines.index("Handoffs (source → target, mode)")]
     assert next(line for line in agents if line.startswith("Billing ")).split()[1:4] == ["4", "2", "200ms"]
     assert "unpriced" in next(line for line in agents if line.startswith("Tech "))

@@ -43,7 +43,7 @@ def _instant(value: str, name: str) -> str:
 
 
 # When an alert entered the state it is in.
-_SINCE = {"pending": "active_at", "firing": "fired_at", "resolved": "resolved_at"}
+SINCE = {"pending": "active_at", "firing": "fired_at", "resolved": "resolved_at"}
 
 
 def alerts_table(alerts: list[dict[str, Any]], zone: tzinfo, width: int) -> Any:
@@ -53,7 +53,7 @@ def alerts_table(alerts: list[dict[str, Any]], zone: tzinfo, width: int) -> Any:
 
     rows = []
     for a in alerts:
-        since = when(a.get(_SINCE.get(a["state"], "active_at")) or a.get("active_at"), zone)
+        since = when(a.get(SINCE.get(a["state"], "active_at")) or a.get("active_at"), zone)
         acked = a.get("acknowledged_by") or ""
         rows.append(
             [

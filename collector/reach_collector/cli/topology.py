@@ -71,7 +71,7 @@ def print_topology(body: dict[str, Any], zone: tzinfo) -> None:
         edge = Text(f"{_name(e['source'])} → {_name(e['target'])}", style="cyan")
         rows.append(
             [
-                stacked(edge, e["mode"]) if e.get("mode") else edge,
+                stacked(edge, Text(f"  {e['mode']}", style="dim")) if e.get("mode") else edge,
                 str(e["handoffs"]),
                 str(e["committed"]),
                 str(e["rejected"]),
@@ -85,7 +85,7 @@ def print_topology(body: dict[str, Any], zone: tzinfo) -> None:
     # An edge folds only past 32 columns: before that, the low-value counts make room.
     longest = max(len(f"{_name(e['source'])} → {_name(e['target'])}") for e in body["edges"])
     columns = [
-        Col("edge", floor=min(max(longest, 4), 32)),
+        Col("edge, mode", floor=min(max(longest, 4), 32)),
         Col("handoffs", whole=True, justify="right"),
         Col("committed", whole=True, justify="right"),
         Col("rejected", whole=True, justify="right", drop=1),

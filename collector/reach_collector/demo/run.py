@@ -26,12 +26,20 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 import reach_otel
-from reach_otel.demo.pager import Pager
-from reach_otel.demo.support import MODEL, SupportDesk
-from reach_otel.demo.traffic import drive
+from reach_collector.cli.render import console as terminal
+from reach_collector.demo.pager import Pager
+from reach_collector.demo.report import (
+    requests_in_words,
+    show_alerts,
+    show_loop,
+    show_metrics,
+    show_topology,
+    show_trace,
+)
+from reach_collector.demo.support import MODEL, SupportDesk
+from reach_collector.demo.traffic import drive
 
 DEFAULT_DB = "./reach-data/demo.duckdb"
 AGENTS = ("TriageAgent", "BillingAgent", "TechSupportAgent", "ReportingAgent")
@@ -205,103 +213,6 @@ def _run_traffic(desk: SupportDesk, duration: float, console: Console) -> Counte
     return outcomes
 
 
-def _show_trace(collector: Collector, console: Console) -> str | None:
-    from reach_collector.cli.render import print_tree
-
-    traces = collector.get("/api/traces", limit=200)["traces"]
-    if not traces:
-        console.print("[red]no traces reached the collector")
-        return None
-    chosen = max(traces, key=lambda t: (t.get("hops") or 0, t.get("span_count") or 0))
-    console.rule(f"one request, as a trace ({chosen['trace_id']})")
-    print_tree(collector.get(f"/api/traces/{chosen['trace_id']}"), console)
-    return str(chosen["trace_id"])
-
-
-def _fmt(value: Any, pattern: str = "{:.1f}") -> str:
-    return "-" if value is None else pattern.format(value)
-
-
-def _show_golden(collector: Collector, console: Console) -> None:
-    golden = collector.get("/api/metrics/golden", window="5m", by="agent")
-    table = Table(title="golden metrics per agent, last 5 minutes")
-    for column in ("agent", "calls", "errors", "success", "throughput/min", "p50 ms", "p95 ms", "p99 ms"):
-        table.add_column(column, justify="left" if column == "agent" else "right")
-    for g in golden["groups"]:
-        rate = g.get("success_rate")
-        style = "red" if rate is not None and rate < 0.5 else ""
-        table.add_row(
-            str(g["key"]),
-            str(g["calls"]),
-            str(g["errors"]),
-            _fmt(rate, "{:.0%}"),
-            _fmt(g.get("throughput_per_min")),
-            _fmt(g.get("p50_ms")),
-            _fmt(g.get("p95_ms")),
-            _fmt(g.get("p99_ms")),
-            style=style,
-        )
-    console.print(table)
-
-
-def _show_multi_agent(collector: Collector, console: Console) -> None:
-    data = collector.get("/api/metrics/agents", window="5m")
-    h, hops, loops = data["handoffs"], data["hops"], data["loops"]
-    console.print(
-        f"handoffs: {h['total']} (efficiency {_fmt(h.get('efficiency'), '{:.0%}')}, "
-        f"acceptance {_fmt(h.get('acceptance_rate'), '{:.0%}')}, "
-        f"commit {_fmt(h.get('commit_rate'), '{:.0%}')}, "
-        f"unknown {_fmt(h.get('unknown_rate'), '{:.0%}')})   "
-        f"hops per request: p50 {_fmt(hops.get('p50'), '{:.0f}')}, p95 {_fmt(hops.get('p95'), '{:.0f}')}, "
-        f"p99 {_fmt(hops.get('p99'), '{:.0f}')}, within 2 hops {_fmt(hops.get('share_le_2'), '{:.0%}')}   "
-        f"loops: {loops['traces_with_loop']} requests ({_fmt(loops.get('rate'), '{:.1%}')})"
-    )
-    table = Table(title="tokens per agent")
-    for column in ("agent", "input", "output", "share", "cost USD"):
-        table.add_column(column, justify="left" if column == "agent" else "right")
-    for a in data["agents"]:
-        table.add_row(
-            str(a["agent"]),
-            str(a["input_tokens"]),
-            str(a["output_tokens"]),
-            _fmt(a.get("token_share"), "{:.0%}"),
-            _fmt(a.get("cost_usd"), "{:.4f}"),
-        )
-    console.print(table)
-
-
-def _show_alerts(collector: Collector, console: Console, *, pager: Pager) -> None:
-    alerts = collector.get("/api/alerts")["alerts"]
-    table = Table(title="alerts")
-    for column in ("severity", "alert", "agent", "state", "fired at", "summary"):
-        table.add_column(column)
-    for a in sorted(alerts, key=lambda a: (a["severity"], a["alertname"])):
-        table.add_row(
-            a["severity"],
-            a["alertname"],
-            str(a["labels"].get("agent", "-")),
-            a["state"],
-            str(a.get("fired_at") or "-"),
-            str(a.get("annotations", {}).get("summary", "")),
-        )
-    console.print(table)
-    console.rule("who was paged")
-    pages = [line for page in pager.pages if page.recipient != "registry/deregister" for line in page.summary]
-    for line in pages or ["nobody"]:
-        console.print(line)
-    deregistered = [p.body.get("agent_id") for p in pager.pages if p.recipient == "registry/deregister"]
-    if deregistered:
-        console.print(f"deregistered from the routing table (no page): {', '.join(map(str, deregistered))}")
-
-
-def _show_topology(collector: Collector, console: Console) -> None:
-    """The agents and the handoffs between them, as ``reach-otel topology`` prints them."""
-    from reach_collector.cli.topology import print_topology
-
-    console.rule("agent topology")
-    print_topology(collector.get("/api/topology", window="5m"), timezone.utc)
-
-
 def _section(show: Any, collector: Collector, console: Console) -> Any:
     """Print one part of the report; a part the collector cannot answer says so and the rest goes on."""
     from reach_collector.cli.client import QueryError
@@ -309,7 +220,7 @@ def _section(show: Any, collector: Collector, console: Console) -> Any:
     try:
         return show(collector, console)
     except QueryError as exc:
-        name = getattr(getattr(show, "func", show), "__name__", "section").removeprefix("_show_")
+        name = getattr(getattr(show, "func", show), "__name__", "section").removeprefix("show_")
         console.print(f"[yellow]{name}: not available ({exc})")
         return None
 
@@ -317,7 +228,8 @@ def _section(show: Any, collector: Collector, console: Console) -> Any:
 def _show_serving(collector: Collector, trace_id: str | None, console: Console) -> None:
     """What to do with the collector the demo leaves running: the exact lines to paste."""
     console.rule("serving")
-    console.print(f"collector: {collector.url}  (Ctrl-C to stop)")
+    console.print(f"collector: {collector.url}  (Ctrl-C to stop)", markup=False, highlight=False)
+    console.print(f"web console: {collector.url}/ui/", markup=False, highlight=False)
     console.print("In another terminal, point the CLI at it and look around:")
     lines = [f"export REACH_OTEL_URL={collector.url}", "reach-otel traces --agent BillingAgent"]
     if trace_id:
@@ -350,9 +262,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
     from reach_otel.testing.fake_llm import FakeLLMServer
 
-    console = Console()
-    if not console.is_terminal:
-        console.width = max(console.width, 120)
+    console = terminal()  # the terminal's width, else $COLUMNS, else 80: as the query commands
     try:
         duration = choose_duration(args.duration)
         port = choose_port(args.port)
@@ -367,20 +277,26 @@ def run_demo(args: argparse.Namespace) -> int:
         collector = Collector(db, port, config)
         try:
             collector.wait_healthy()
-            console.print(f"collector: {collector.url}  data: {db}  config: {config}  log: {collector.log}")
-            console.print(f"fake LLM: {llm.openai_base_url} (OpenAI-compatible, no API key, no network)")
+            for line in (
+                f"collector: {collector.url} (web console {collector.url}/ui/)",
+                f"data: {db}",
+                f"config: {config}",
+                f"log: {collector.log}",
+                f"fake LLM: {llm.openai_base_url} (OpenAI-compatible, no API key, no network)",
+            ):
+                console.print(line, markup=False, highlight=False)
             reach_otel.init(service_name="support-desk", endpoint=collector.url)
             reach_otel.instrument("openai")
             desk = SupportDesk(AsyncOpenAI(base_url=llm.openai_base_url, api_key="demo", max_retries=0))
             outcomes = _run_traffic(desk, duration, console)
             reach_otel.flush(timeout=10)
-            console.print(f"sent {outcomes['ok'] + outcomes['error']} requests: {dict(outcomes)}")
-            time.sleep(3)  # one more alert evaluation over the last spans
-            trace_id = _section(_show_trace, collector, console)
-            for section in (_show_golden, _show_multi_agent):
-                _section(section, collector, console)
-            _section(functools.partial(_show_alerts, pager=pager), collector, console)
-            _section(_show_topology, collector, console)
+            console.print(f"sent {requests_in_words(outcomes)}", markup=False, highlight=False)
+            time.sleep(2)  # one more alert evaluation over the last spans
+            trace_id = _section(show_trace, collector, console)
+            _section(show_loop, collector, console)
+            _section(show_metrics, collector, console)
+            _section(functools.partial(show_alerts, pager=pager), collector, console)
+            _section(show_topology, collector, console)
             if args.serve:
                 _show_serving(collector, trace_id, console)
                 with contextlib.suppress(KeyboardInterrupt):

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from reach_otel.demo.support import Request, SupportDesk
+from reach_collector.demo.support import Request, SupportDesk
 
 NORMAL = {"invoice": 40, "refund": 8, "outage": 15, "chitchat": 20, "pingpong": 4, "bad_invoice": 3}
 INCIDENT = {"invoice": 3, "refund": 80, "outage": 15, "chitchat": 10, "pingpong": 4, "bad_invoice": 3}

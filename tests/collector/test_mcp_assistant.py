@@ -24,10 +24,12 @@ from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from reach_collector.cli.assistant import compact_tree
+from reach_collector.cli.render import event_line
 
 TOOLS = {
     "search_traces",
     "get_trace",
+    "why",
     "golden_metrics",
     "agent_metrics",
     "topology",
@@ -110,7 +112,7 @@ async def session(target: Any, calls: list[tuple[str, dict[str, Any]]]) -> tuple
     return names, results
 
 
-def test_stdio_lists_seven_tools_and_each_answers_like_the_api(
+def test_stdio_lists_the_tools_and_each_answers_like_the_api(
     live: tuple[CollectorProcess, list[str]],
 ) -> None:
     collector, ids = live
@@ -124,10 +126,17 @@ def test_stdio_lists_seven_tools_and_each_answers_like_the_api(
         ("who_is_on_call", {}),
         ("get_trace", {"trace_id": "ab" * 16}),
         ("golden_metrics", {"window": "forever"}),
+        ("why", {"trace_id": ids[0]}),
+        ("why", {"window": "1h", "agent": "BillingAgent"}),
     ]
     names, results = asyncio.run(session(stdio_target(collector.url), calls))
     assert names == TOOLS
-    search, tree, golden, agents, graph, alerts, oncall, unknown, bad_window = results
+    search, tree, golden, agents, graph, alerts, oncall, unknown, bad_window, cause, causes = results
+    assert answer(cause) == collector.get(f"/api/traces/{ids[0]}/cause")
+    window_causes = answer(causes)
+    api_causes = collector.get("/api/causes", window="1h", agent="BillingAgent")
+    assert window_causes["causes"] == api_causes["causes"]
+    assert window_causes["failed_traces"] == api_causes["failed_traces"]
 
     found = {t["trace_id"] for t in answer(search)["traces"]}
     assert set(ids) <= found
@@ -143,7 +152,15 @@ def test_stdio_lists_seven_tools_and_each_answers_like_the_api(
     assert "⇢ handoff TriageAgent → BillingAgent" in tree_text
     assert "⟳ LOOP" in tree_text and "ERROR billing.InvoiceError" in tree_text
     api_trace = collector.get(f"/api/traces/{ids[0]}")
-    assert len(tree_text.splitlines()) == 2 + api_trace["span_count"]  # heading, agents, one line a span
+    # heading, agents, one line a span, and under a span one line per event the CLI tree marks
+    marked = [e for s in api_trace["spans"] for e in s["events"] if event_line(e) is not None]
+    assert marked and len(tree_text.splitlines()) == 2 + api_trace["span_count"] + len(marked)
+    handoff = next(row for row in tree_text.splitlines() if "⇢ handoff TriageAgent → BillingAgent" in row)
+    under = tree_text.splitlines()[tree_text.splitlines().index(handoff) + 1]
+    assert (
+        under
+        == " " * (len(handoff) - len(handoff.lstrip()) + 2) + "⟳ loop detected TriageAgent → BillingAgent"
+    )
     assert tree_text == compact_tree(api_trace)
 
     golden_body = answer(golden)

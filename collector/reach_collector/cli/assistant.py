@@ -1,11 +1,12 @@
 """The assistant's view of a collector: an MCP server (``reach-otel mcp``) whose tools are thin
-clients of a running collector's HTTP API (search_traces, get_trace, golden_metrics, agent_metrics,
-topology, alerts, who_is_on_call), so an AI assistant can debug a multi-agent app. Every tool goes
-through the query commands' HTTP client (never the store); a failed query comes back as a tool error
-whose text says what went wrong. ``get_trace`` answers with a compact, indented span tree, one line
-per span, rather than the raw JSON. Every string an answer carries came from someone's spans, so
-its control characters are escaped (reach_collector.text.printable): a span name holding a newline
-cannot add a line of its own to the tree an assistant reads."""
+clients of a running collector's HTTP API (search_traces, get_trace, why, golden_metrics,
+agent_metrics, topology, alerts, who_is_on_call), so an AI assistant can debug a multi-agent app.
+Every tool goes through the query commands' HTTP client (never the store); a failed query comes back
+as a tool error whose text says what went wrong. ``get_trace`` answers with a compact, indented span
+tree, one line per span and per marked event, rather than the raw JSON. Every string an answer
+carries came from someone's spans, so its control characters are escaped
+(reach_collector.text.printable): a span name holding a newline cannot add a line of its own to the
+tree an assistant reads."""
 
 from __future__ import annotations
 
@@ -29,9 +30,10 @@ _TRACE_ID: Final = re.compile(r"^[0-9a-fA-F]{32}$")
 def compact_tree(trace: dict[str, Any], max_lines: int = MAX_TREE_LINES) -> str:
     """The trace as text an LLM reads well: a heading, then one line per span indented two spaces a
     level (name, agent, duration, status or error type, tokens, handoff source → target with its
-    outcome and hop, loop flag); past ``max_lines`` spans, a note of how many were left out. Each
-    line has its control characters escaped, so there is exactly one line per span."""
-    from reach_collector.cli.render import span_label
+    outcome and hop, loop flag), and under it, one level deeper, the events the CLI tree marks (loop
+    detected, hop limit exceeded, gate, exception); past ``max_lines`` spans, a note of how many were
+    left out. Each line has its control characters escaped, so a span or event is exactly one line."""
+    from reach_collector.cli.render import event_line, span_label
 
     agents = sorted({escape_controls(s) for s in _agents(trace) if s})
     lines = [escape_controls(f"trace {trace['trace_id']}: {trace.get('span_count', '?')} spans")]
@@ -46,6 +48,10 @@ def compact_tree(trace: dict[str, Any], max_lines: int = MAX_TREE_LINES) -> str:
         else:
             lines.append("  " * depth + escape_controls(span_label(span).plain))
             shown += 1
+            for event in span.get("events") or []:  # what the CLI tree marks under the span
+                marked = event_line(event)
+                if marked is not None:
+                    lines.append("  " * (depth + 1) + escape_controls(marked.plain))
         for child in reversed(span.get("children") or []):
             pending.append((depth + 1, child))
     if left_out:
@@ -68,6 +74,13 @@ def _agents(trace: dict[str, Any]) -> list[str]:
     return [a for a in found if isinstance(a, str)]
 
 
+def _trace_id(given: str) -> str:
+    """A trace id as the API takes it, or the tool error that says what is wrong with it."""
+    if not _TRACE_ID.match(given.strip()) or int(given.strip(), 16) == 0:
+        raise ToolError(f"malformed trace id {given!r}: expected 32 hex digits (from search_traces)")
+    return given.strip().lower()
+
+
 def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
     """The MCP server over the collector at ``url`` (default ``$REACH_OTEL_URL`` or the local one),
     sending ``token`` (default ``$REACH_QUERY_TOKEN``) as the query token."""
@@ -75,7 +88,8 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
     server = MCPServer(
         "reach-otel",
         instructions="Query a reach-otel collector: traces of multi-agent LLM apps (agents, handoffs, "
-        "tools, tokens), their golden metrics, the agent topology, alerts and who is on call.",
+        "tools, tokens), why they failed, their golden metrics, the agent topology, alerts and who is "
+        "on call.",
     )
 
     async def query(path: str, params: list[tuple[str, str]] | None = None) -> Any:
@@ -116,10 +130,26 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
         [agent], duration, OK or ERROR and its error type, tokens in→out, handoffs as
         "⇢ handoff source → target (outcome) hop N", and "⟳ LOOP" where a handoff loop was detected.
         Long traces are cut at 500 lines with a note of how many spans were left out."""
-        if not _TRACE_ID.match(trace_id.strip()) or int(trace_id.strip(), 16) == 0:
-            raise ToolError(f"malformed trace id {trace_id!r}: expected 32 hex digits (from search_traces)")
-        trace = await query(f"/api/traces/{trace_id.strip().lower()}")
+        trace = await query(f"/api/traces/{_trace_id(trace_id)}")
         return compact_tree(trace)
+
+    @server.tool()
+    async def why(
+        trace_id: str | None = None, window: str = "15m", agent: str | None = None, service: str | None = None
+    ) -> dict[str, Any]:
+        """Why requests failed. With ``trace_id``: that trace's cause — the origin span where its
+        failure began (kind such as tool_error, llm_error, handoff_rejected, loop; agent; name; error
+        type and message), the path from the root down to it, the agents it affected and the tokens,
+        cost and time wasted. Without: the failed traces of the last ``window`` grouped by cause, most
+        traces first, each with its share, upstream callers, affected agents, waste and example trace
+        ids; ``agent`` keeps traces whose failure passed through that agent, ``service`` one service."""
+        if trace_id is not None:
+            cause: dict[str, Any] = await query(f"/api/traces/{_trace_id(trace_id)}/cause")
+            return cause
+        params = [("window", window)]
+        params += [(name, value) for name, value in (("agent", agent), ("service", service)) if value]
+        causes: dict[str, Any] = await query("/api/causes", params)
+        return causes
 
     @server.tool()
     async def golden_metrics(window: str = "1h", by: str | None = None) -> dict[str, Any]:

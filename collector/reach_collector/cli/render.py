@@ -78,7 +78,8 @@ def span_label(span: dict[str, Any]) -> Text:
     return label
 
 
-def _event_line(event: dict[str, Any]) -> Text | None:
+def event_line(event: dict[str, Any]) -> Text | None:
+    """A span event the tree shows under its span (loop, hop limit, gate, exception), else None."""
     name = event.get("name")
     attrs = event.get("attributes") or {}
     if name == sc.EVENT_LOOP_DETECTED:
@@ -118,7 +119,7 @@ def trace_tree(trace: dict[str, Any], zone: tzinfo) -> Tree:
         parent, span = pending.pop()
         node = parent.add(span_label(span))
         for event in span.get("events") or []:
-            line = _event_line(event)
+            line = event_line(event)
             if line is not None:
                 node.add(line)
         for child in reversed(span.get("children") or []):

@@ -6,6 +6,8 @@ Alertmanager push and the stored `firing` transition."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -88,6 +90,18 @@ def test_a_p0_page_names_its_cause(tmp_path: Path) -> None:
             assert {json.loads(labels)["agent"]: json.loads(notes)["cause"] for labels, notes in stored}[
                 "Billing"
             ] == SENTENCE
+            # `reach-otel alerts` says it too, under the table, with the trace to open first
+            shown = subprocess.run(
+                [sys.executable, "-m", "reach_otel", "alerts", "--url", c.url],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**os.environ, "COLUMNS": "80"},
+            )
+            assert shown.returncode == 0, shown.stderr
+            why = " ".join(shown.stdout.split("Why they fire", 1)[1].split())
+            assert f"P0 ReachSuccessRateLow (Billing): {SENTENCE}" in why
+            assert f"reach-otel why {ids[0]} (and 4 more)" in why
             # the cause stays while the alert fires, evaluation after evaluation
             c.app.state.alerts.tick(time.time() + 1)
             again = c.get("/api/alerts", state="firing")["alerts"]

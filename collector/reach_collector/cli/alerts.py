@@ -105,7 +105,34 @@ def run_alerts(args: argparse.Namespace) -> int:
         zone = display_zone(args)
         out.print(zone_heading(f"{len(body['alerts'])} alert(s)", zone))
         out.print(alerts_table(body["alerts"], zone, out.width))
+        print_causes(body["alerts"], out)
     return 0
+
+
+def print_causes(alerts: list[dict[str, Any]], out: Any) -> None:
+    """Under the table, the cause each firing alert carries (SPEC §17): its sentence, then the
+    example traces to open with ``reach-otel why TRACE_ID``."""
+    from rich.text import Text
+
+    told = [a for a in alerts if a["state"] == "firing" and (a.get("annotations") or {}).get("cause")]
+    if not told:
+        return
+    out.print()
+    out.print(Text("Why they fire", style="bold"))
+    for a in told:
+        notes = a["annotations"]
+        who = f" ({a['labels']['agent']})" if a["labels"].get("agent") else ""
+        out.print(Text(f"{a['severity']} {a['alertname']}{who}: {notes['cause']}"))
+        traces = [t for t in str(notes.get("cause_traces") or "").split(",") if t]
+        if traces:
+            out.print(
+                Text(
+                    "  reach-otel why "
+                    + traces[0]
+                    + (f"  (and {len(traces) - 1} more)" if traces[1:] else ""),
+                    style="dim",
+                )
+            )
 
 
 def transitions_table(transitions: list[dict[str, Any]], zone: tzinfo, width: int) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 from reach_collector.cli.client import UsageError, add_query_arguments, call, print_json, query_command
 from reach_collector.cli.formats import duration, seconds, usd
+from reach_collector.text.printable import error_name
 
 __all__ = ["print_cause", "print_causes", "register", "run_why"]
 
@@ -18,7 +19,7 @@ _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
 def _kind(origin: dict[str, Any]) -> str:
-    error = f" ({origin['error_type']})" if origin.get("error_type") else ""
+    error = f" ({error_name(origin['error_type'])})" if origin.get("error_type") else ""
     return f"{origin['kind']} {origin.get('name') or '?'}{error}"
 
 
@@ -76,20 +77,20 @@ def print_causes(body: dict[str, Any]) -> None:
         out.print(Text(body["summary"]))
     rows = []
     for c in body["causes"]:
-        kind = c["kind"] + (f" · {c['error_type']}" if c.get("error_type") else "")
+        kind = c["kind"] + (f" · {error_name(c['error_type'])}" if c.get("error_type") else "")
         agent = c.get("agent") or "?"
         upstream = ", ".join(c.get("upstream") or [])
         rows.append(
             [
                 str(c["traces"]),
                 f"{round(c['share'] * 100)}%",
-                stacked(agent, f"from {upstream}") if upstream else agent,
+                stacked(agent, f"←{upstream}") if upstream else agent,
                 stacked(c.get("name") or "?", kind),
                 "\n".join(f"{n['agent']} ×{n['traces']}" for n in c.get("never_ran") or []) or "-",
                 usd(c["wasted_cost_usd"]),
             ]
         )
-    # Two lines a row: the agent over who handed off into it, the name over the kind and error.
+    # Two lines a row: the agent over who handed off into it (←), the name over the kind and error.
     columns = [
         Col("traces", whole=True, justify="right"),
         Col("share", whole=True, justify="right"),

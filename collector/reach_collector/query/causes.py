@@ -20,6 +20,7 @@ from reach_collector.query.pricing import PriceTable
 from reach_collector.query.views import iso
 from reach_collector.store.base import TraceStore
 from reach_collector.store.dialect import dialect_of
+from reach_collector.text.printable import error_name
 from reach_otel import semconv as sc
 
 __all__ = ["EXAMPLES", "MAX_SPANS", "MAX_TRACES", "rank", "sentence", "window_causes"]
@@ -141,7 +142,7 @@ def sentence(cause: dict[str, Any], agent: str | None = None) -> str:
     whose failures they are, when the causes were asked for one agent)."""
     what = _WHAT.get(cause["kind"], cause["kind"] + " {}").format(cause["name"] or "?")
     if cause["error_type"]:
-        what += f" ({cause['error_type']})"
+        what += f" ({error_name(cause['error_type'])})"
     if cause["agent"] and cause["agent"] != agent:
         what += f" in {cause['agent']}"
     whose = f"{agent}'s failures" if agent else "failed traces"

@@ -14,7 +14,7 @@ import logging
 import re
 from typing import Any, Final
 
-__all__ = ["OneLineRecords", "escape_all", "escape_controls"]
+__all__ = ["OneLineRecords", "error_name", "escape_all", "escape_controls"]
 
 # C0, DEL, C1; U+061C and U+200E/F (bidi marks); U+2028/9 (line and paragraph separators, which
 # str.splitlines and many terminals treat as line breaks); U+202A-E and U+2066-9 (bidi embeddings,
@@ -93,3 +93,9 @@ class OneLineRecords(logging.Filter):
         if record.stack_info:
             record.stack_info = _indented(record.stack_info)
         return True
+
+
+def error_name(error_type: str) -> str:
+    """An ``error.type`` as a person names it: a class's own name without its module
+    (``RefundServiceError`` for ``billing.support.RefundServiceError``); a code stays whole."""
+    return error_type.rsplit(".", 1)[-1] or error_type

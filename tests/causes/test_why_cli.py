@@ -68,7 +68,7 @@ def test_a_window_at_80_columns(sent: tuple[Collector, Corpus]) -> None:
     assert lines[1].startswith("50 % of failed traces start at tool query_invoice (TimeoutError) in Billing;")
     at = next(i for i, line in enumerate(lines) if line.startswith("3 "))
     assert lines[at].split() == ["3", "50%", "Billing", "query_invoice", "TechSupport", "×2", "$0.0390"]
-    assert lines[at + 1].split() == ["from", "Triage", "tool_error", "·", "TimeoutError"]
+    assert lines[at + 1].split() == ["←Triage", "tool_error", "·", "TimeoutError"]
     at = next(i for i, line in enumerate(lines) if line.split()[:3] == ["2", "33%", "Triage"])
     assert lines[at].split()[3] == "Billing" and "handoff_rejected" in lines[at + 1]
     assert lines[-3:] == [f"  {t}" for t in corpus.tool_errors]

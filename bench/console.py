@@ -12,7 +12,7 @@ multi-agent traces of 1 000 and 10 000 spans are posted as OTLP/JSON. A headless
 graph and the first span's details, and a jump to the middle of the timeline shows its rows on the
 next frames. Times are from the navigation's start, in the page's own clock.
 
-    python bench/console.py --screenshots shots/ [--duration 20] [--rounds 5] [--doc docs/console-trace.png]
+    python bench/console.py --screenshots shots/ [--duration 20] [--rounds 5] [--doc PNG]
 """
 
 from __future__ import annotations

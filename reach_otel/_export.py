@@ -31,6 +31,10 @@ DEFAULT_MAX_QUEUE_SIZE = 16_384
 #: While exports fail, the queue keeps at most this many spans (so an outage costs little memory).
 OUTAGE_QUEUE_SIZE = 2048
 WARN_INTERVAL_S = 60.0
+#: Set in the environment of an MCP stdio server an instrumented client starts: it exports to the
+#: same collector, and the client says when that collector is down, so the server says it at DEBUG
+#: (its stderr is the client's, often reformatted by the server's own log handler).
+STDIO_CHILD_ENV = "_REACH_OTEL_STDIO_CHILD"
 PROBE_TIMEOUT_S = 1.0
 
 # The SDK's export path logs here; records from the thread our exporter runs in become DEBUG.
@@ -46,17 +50,18 @@ class RateLimitedWarning:
     ) -> None:
         self.interval = interval
         self._clock = clock
+        self._quiet = os.environ.get(STDIO_CHILD_ENV) == "1"
         self._last: float | None = None
         self._lock = threading.Lock()
 
     def due(self) -> bool:
         """Whether the next line would be a WARNING (to skip working out its details otherwise)."""
-        return self._last is None or self._clock() - self._last >= self.interval
+        return not self._quiet and (self._last is None or self._clock() - self._last >= self.interval)
 
     def __call__(self, msg: str, *args: Any) -> None:
         now = self._clock()
         with self._lock:
-            loud = self._last is None or now - self._last >= self.interval
+            loud = not self._quiet and (self._last is None or now - self._last >= self.interval)
             if loud:
                 self._last = now
         logger.log(logging.WARNING if loud else logging.DEBUG, msg, *args)

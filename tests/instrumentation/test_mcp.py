@@ -479,4 +479,22 @@ def test_a_stdio_server_inherits_the_configuration() -> None:
     assert named["OTEL_SERVICE_NAME"] == "desk.tools"
     outside_run = stdio_env.child_env(None, ["python3", "s.py"], {"OTEL_SERVICE_NAME": "desk"})
     assert outside_run["OTEL_SERVICE_NAME"] == "s"
-    assert stdio_env.child_env(None, ["python3", "s.py"], {}) == {}
+    assert stdio_env.child_env(None, ["python3", "s.py"], {}) == {"_REACH_OTEL_STDIO_CHILD": "1"}
+
+
+def test_with_the_collector_down_the_stdio_server_leaves_the_warning_to_its_client() -> None:
+    """The client says once, on one plain line, that the collector refuses spans; the stdio server
+    it started exports to the same collector and shares its stderr, so it says nothing more (it
+    used to repeat it through the server's own log handler, as a box of six lines)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_", "_REACH_", "OPENAI_"))}
+    with socket.socket() as refusing:  # bound, never listened on: connections to it are refused
+        refusing.bind(("127.0.0.1", 0))
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{refusing.getsockname()[1]}"
+        command = [sys.executable, "-m", "reach_otel", "run", "--service-name", "support-agent", "--"]
+        out = subprocess.run(
+            [*command, sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=120
+        )
+    assert out.returncode == 0, out.stderr[-4000:]
+    told = [line for line in out.stderr.splitlines() if "reach_otel" in line or "refuses" in line]
+    assert len(told) == 1 and told[0].startswith("reach_otel: the collector at"), out.stderr[-4000:]
+    assert stdio_env.child_env(None, ["python3", "s.py"], {})["_REACH_OTEL_STDIO_CHILD"] == "1"

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from reach_otel._export import STDIO_CHILD_ENV
 from reach_otel._safety import safe
 from reach_otel.auto import AUTO_ENV
 from reach_otel.run import _DERIVED_ENV, BOOTSTRAP_DIR, derived_service_name
@@ -37,6 +38,7 @@ def child_env(
     under_run = parent.get(AUTO_ENV) == "1" and hook in parent.get("PYTHONPATH", "").split(os.pathsep)
     if under_run and "PYTHONPATH" not in out:
         out["PYTHONPATH"] = hook
+    out[STDIO_CHILD_ENV] = "1"  # its exporter's trouble is the parent's to tell (_export.RateLimitedWarning)
     if _SERVICE in out and _SERVICE not in given and command:
         # The parent's name (derived by ``reach-otel run``, given with --service-name or exported)
         # names the app, not the server it starts: the server is named after its own command.

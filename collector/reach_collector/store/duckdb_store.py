@@ -216,7 +216,7 @@ class DuckDBStore:
 
     def delete_older_than(self, cutoff_ns: int) -> int:
         """Retention: drop spans that ended before ``cutoff_ns``, traces that no longer have any, and
-        older heartbeats and alert history (but not the episodes still pending or firing)."""
+        older heartbeats, evaluations and alert history (but not the episodes still pending or firing)."""
         con = self._con
         con.execute("BEGIN TRANSACTION")
         try:
@@ -224,6 +224,7 @@ class DuckDBStore:
             con.execute("DELETE FROM traces WHERE last_end_ns < ?", [cutoff_ns])
             con.execute("DELETE FROM trace_parts WHERE last_end_ns < ?", [cutoff_ns])
             con.execute("DELETE FROM heartbeats WHERE time_ns < ?", [cutoff_ns])
+            con.execute("DELETE FROM evaluations WHERE time_ns < ?", [cutoff_ns])
             for statement in PRUNE_ALERT_HISTORY:
                 con.execute(statement, [cutoff_ns])
             con.execute("COMMIT")

@@ -96,8 +96,8 @@ PARTS_ARROW_SCHEMA: Final = pa.schema(
     ]
 )
 
-# Small append-only tables beside the spans: POST /api/heartbeats, and the alert history (one row
-# per transition, delivery attempt and acknowledgement). Times are unix nanoseconds.
+# Small append-only tables beside the spans: POST /api/heartbeats, the alert history (one row per
+# transition, delivery attempt and acknowledgement) and evaluations. Times are unix nanoseconds.
 AUX_TABLES: Final = {
     "heartbeats": (
         "agent_id VARCHAR, time_ns BIGINT, service VARCHAR, endpoint VARCHAR, capabilities VARCHAR, "
@@ -114,6 +114,14 @@ AUX_TABLES: Final = {
         "error VARCHAR, next_retry_at_ns BIGINT"
     ),
     "alert_acks": "fingerprint VARCHAR, acked_by VARCHAR, time_ns BIGINT, fired_at_ns BIGINT",
+    # gen_ai.evaluation.result events (OTLP logs, span events, POST /api/feedback): joined to their
+    # span at read time (query.evaluations), by trace and span id, else by response_id. ``source``
+    # says how it came: log, span_event or feedback.
+    "evaluations": (
+        "time_ns BIGINT, trace_id VARCHAR, span_id VARCHAR, response_id VARCHAR, name VARCHAR, "
+        "score DOUBLE, label VARCHAR, explanation VARCHAR, error_type VARCHAR, service VARCHAR, "
+        "source VARCHAR"
+    ),
 }
 AUX_COLUMNS: Final = {
     name: tuple(col.split()[0] for col in cols.split(", ")) for name, cols in AUX_TABLES.items()

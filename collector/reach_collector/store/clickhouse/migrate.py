@@ -76,8 +76,18 @@ def _spans_by_end_time(execute: Execute, layout: Layout, where: str) -> None:
         execute(statement)
 
 
+def _evaluations(execute: Execute, layout: Layout, where: str) -> None:
+    """2 → 3: the ``evaluations`` side table (and its Distributed table in a cluster); creating it
+    IF NOT EXISTS makes running it twice harmless."""
+    for statement in layout.side_table_ddl("evaluations"):
+        execute(statement)
+
+
 # version → the upgrade from the version before it
-UPGRADES: Final[dict[int, Callable[[Execute, Layout, str], None]]] = {2: _spans_by_end_time}
+UPGRADES: Final[dict[int, Callable[[Execute, Layout, str], None]]] = {
+    2: _spans_by_end_time,
+    3: _evaluations,
+}
 if set(UPGRADES) != set(range(2, SCHEMA_VERSION + 1)):  # pragma: no cover - a version needs its upgrade
     raise ImportError("clickhouse schema VERSIONS and migrate.UPGRADES differ")
 

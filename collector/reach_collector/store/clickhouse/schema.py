@@ -16,8 +16,8 @@ that create them, one node or a cluster (local tables on every shard behind ``Di
   start, last end, root, counts, agents, services, hops) — an AggregatingMergeTree the
   materialized view ``traces_mv`` fills from every insert into the span table, in the same insert,
   partitioned as the spans are (retention drops both by the same hours).
-- ``heartbeats``, ``alert_*``: the side tables of ``store.schema.AUX_TABLES``, Nullable columns
-  but ``time_ns``, partitioned by day.
+- ``heartbeats``, ``alert_*``, ``evaluations``: the side tables of ``store.schema.AUX_TABLES``,
+  Nullable columns but ``time_ns``, partitioned by day.
 - ``schema_version``: one row per migration applied (on each shard, in a cluster).
 """
 
@@ -188,21 +188,34 @@ class Layout:
             + ", ".join(f"{state} AS {name}" for name, _, state, _ in TRACE_AGGREGATES)
             + f" FROM {self.q(self.local('spans'))} GROUP BY end_hour, trace_id",
         ]
-        for table, cols in AUX_TYPES.items():
-            out.append(
-                _create(
-                    self.q(self.local(table)),
-                    cols,
-                    f"MergeTree PARTITION BY intDiv(time_ns, {DAY_NS}) ORDER BY time_ns",
-                )
-            )
+        for table in AUX_TYPES:
+            out.append(self._side_table(table))
         if self.cluster:
             shard_keys = {"spans": "cityHash64(trace_id)", "traces": "cityHash64(trace_id)"}
-            for table, cols in (("spans", span_cols), ("traces", trace_cols), *AUX_TYPES.items()):
-                key = shard_keys.get(table, "rand()")
-                engine = f"Distributed({self.cluster}, {self.database}, {self.local(table)}, {key})"
-                out.append(_create(self.q(table), cols, engine))
+            for table, cols in (("spans", span_cols), ("traces", trace_cols)):
+                out.append(self._distributed(table, cols, shard_keys[table]))
+            for table, cols in AUX_TYPES.items():
+                out.append(self._distributed(table, cols, "rand()"))
         return out
+
+    def side_table_ddl(self, table: str) -> list[str]:
+        """One side table of ``AUX_TYPES`` (and, in a cluster, its Distributed table), idempotent:
+        what an upgrade that brings a new side table runs."""
+        out = [self._side_table(table)]
+        if self.cluster:
+            out.append(self._distributed(table, AUX_TYPES[table], "rand()"))
+        return out
+
+    def _side_table(self, table: str) -> str:
+        return _create(
+            self.q(self.local(table)),
+            AUX_TYPES[table],
+            f"MergeTree PARTITION BY intDiv(time_ns, {DAY_NS}) ORDER BY time_ns",
+        )
+
+    def _distributed(self, table: str, cols: list[tuple[str, str]], key: str) -> str:
+        engine = f"Distributed({self.cluster}, {self.database}, {self.local(table)}, {key})"
+        return _create(self.q(table), cols, engine)
 
 
 def _create(name: str, columns: list[tuple[str, str]], engine: str) -> str:
@@ -217,6 +230,7 @@ def _create(name: str, columns: list[tuple[str, str]], engine: str) -> str:
 VERSIONS: Final = {
     1: "spans by start time, the trace lookup and its view, heartbeats, alert history",
     2: "spans and the trace lookup partitioned and ordered by the spans' end time",
+    3: "evaluations (gen_ai.evaluation.result events and user feedback)",
 }
 SCHEMA_VERSION: Final = max(VERSIONS)
 

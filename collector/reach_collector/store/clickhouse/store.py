@@ -46,7 +46,7 @@ MAX_PARTITIONS_PER_INSERT: Final = 100
 _INSERT_TYPES: Final = (*SPAN_TYPES.values(), *(kind for _, kind in KV_COLUMNS))
 # Side tables pruned by partition at retention (alert transitions and acks go row by row: an
 # episode still firing must outlive any cutoff, see _prune_alert_history).
-_PRUNED_SIDE_TABLES: Final = ("heartbeats", "alert_deliveries")
+_PRUNED_SIDE_TABLES: Final = ("heartbeats", "alert_deliveries", "evaluations")
 
 
 class ClickHouseStore:
@@ -145,8 +145,8 @@ class ClickHouseStore:
     def delete_older_than(self, cutoff_ns: int) -> int:
         """Retention by whole partitions: an hour of span end times goes (with its lookup rows)
         once it ended before ``cutoff_ns`` — so a span is kept at most an hour past the window,
-        and never one that ended after the cutoff; heartbeats and delivery attempts go by whole
-        UTC days older than the cutoff. Returns the spans dropped."""
+        and never one that ended after the cutoff; heartbeats, delivery attempts and evaluations
+        go by whole UTC days older than the cutoff. Returns the spans dropped."""
         dropped = 0
         spans, traces = self.layout.local("spans"), self.layout.local("traces")
         for shard in self._shards:

@@ -176,6 +176,16 @@ EVENT_ILLEGAL_TRANSITION: Final = "reach.handoff.illegal_transition"
 EVENT_HANDOFF_TRANSITION: Final = "reach.handoff.transition"
 EVENT_GATE_TRIGGERED: Final = "reach.gate.triggered"
 
+# --- GenAI evaluations (the gen_ai.evaluation.result event: a log record, or a span event) -------
+GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"  # the event's name
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"  # required: what was evaluated for
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+# The log record attribute naming its event, for SDKs older than LogRecord.event_name.
+EVENT_NAME: Final = "event.name"
+EVALUATION_USER_FEEDBACK: Final = "user_feedback"  # the evaluation name of a user's verdict
+
 # --- W3C baggage keys (the only things that travel in baggage) -----------------------------------
 BAGGAGE_HOPS: Final = "reach.hops"
 BAGGAGE_PATH: Final = "reach.path"

@@ -26,6 +26,7 @@ from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
 from reach_collector.api.body_deadline import BodyDeadline
 from reach_collector.api.causes import causes_router
+from reach_collector.api.evaluations import evaluations_router
 from reach_collector.api.fence import SiteFence
 from reach_collector.api.heartbeats import heartbeats_router
 from reach_collector.api.limits import UrlLimitMiddleware
@@ -35,6 +36,7 @@ from reach_collector.api.tempo import tempo_router
 from reach_collector.api.topology import topology_router
 from reach_collector.config import Settings
 from reach_collector.exposition.batch_stats import BatchStats
+from reach_collector.exposition.evaluations import EvaluationSeries
 from reach_collector.exposition.registry import Exposition, metrics_endpoint
 from reach_collector.ingest.pool import workers_rss_bytes
 from reach_collector.ingest.service import IngestService
@@ -136,6 +138,8 @@ def create_app(
     app = FastAPI(
         title="reach-otel collector", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
     )
+    evaluation_series = EvaluationSeries()
+    exposition.registry.register(evaluation_series)
     app.state.settings = settings
     app.state.store = store
     app.state.writer = writer
@@ -147,6 +151,9 @@ def create_app(
         on_received=exposition.spans_received,
         max_row_bytes=settings.max_row_bytes,
         max_inflight_bytes=settings.limits.max_inflight_bytes,
+        on_logs=evaluation_series.observe_logs,
+        on_evaluations=evaluation_series.observe,
+        clock=clock,
     )
     app.state.retention = retention
     app.state.exposition = exposition
@@ -161,6 +168,7 @@ def create_app(
     app.include_router(causes_router(store, clock, settings.prices))
     app.include_router(metrics_endpoint(exposition))
     app.include_router(heartbeats_router(store, writer, engine, exposition, clock))
+    app.include_router(evaluations_router(store, app.state.ingest, clock))
     app.include_router(alerts_router(engine, history))
     app.include_router(oncall_router(engine))
     app.include_router(ui.ui_router())

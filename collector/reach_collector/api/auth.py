@@ -14,7 +14,7 @@ from reach_collector.api._asgi import send_detail
 
 INGEST: Final = "ingest"
 QUERY: Final = "query"
-_INGEST_PATHS: Final = frozenset({"/v1/traces", "/api/heartbeats"})
+_INGEST_PATHS: Final = frozenset({"/v1/traces", "/v1/logs", "/api/heartbeats", "/api/feedback"})
 _OPEN_PATHS: Final = frozenset({"/healthz", "/", "/ui"})
 _OPEN_PREFIXES: Final = ("/ui/",)  # the web console's shell and assets: no data (SPEC §14)
 

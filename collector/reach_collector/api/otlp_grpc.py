@@ -1,4 +1,5 @@
-"""OTLP/gRPC ingest (`TraceService/Export`, default port 4317), sharing the HTTP path's service.
+"""OTLP/gRPC ingest (`TraceService/Export` and `LogsService/Export`, default port 4317), sharing the
+HTTP path's service.
 
 Same validation, partial success and durability; backpressure answers RESOURCE_EXHAUSTED. A
 request that can never be stored (malformed, or over ``server.max_row_bytes``) answers
@@ -21,11 +22,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 import grpc
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -34,6 +39,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from reach_collector.api.auth import check
 from reach_collector.ingest.decode import BodyError
+from reach_collector.ingest.logs import LOGS_PATH, logs_response
 from reach_collector.ingest.row_budget import out_of_memory
 from reach_collector.ingest.service import DecoderUnavailable, IngestService
 from reach_collector.ingest.writer import QueueFull, WriterClosed
@@ -42,6 +48,7 @@ from reach_collector.limits import ServerLimits
 log = logging.getLogger(__name__)
 _COMMIT_TIMEOUT_S = 60.0
 SERVICE: Final = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE: Final = "opentelemetry.proto.collector.logs.v1.LogsService"
 _PING_TIMEOUT_MS: Final = 20_000
 
 
@@ -86,6 +93,12 @@ WATCHDOG: Final = Watchdog()
 
 
 class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+    """``TraceService/Export``; ``LogsService`` below shares its token check, body deadline and
+    backpressure, for another request type."""
+
+    _REQUEST: Any = ExportTraceServiceRequest
+    _PATH = "/v1/traces"  # the HTTP route whose token scope this service has
+
     def __init__(
         self,
         ingest: IngestService,
@@ -101,7 +114,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         self._body_timeout_s = body_timeout_s
         self._watchdog = watchdog or WATCHDOG
 
-    def export_raw(self, messages: Iterator[bytes], context: Any) -> ExportTraceServiceResponse:
+    def export_raw(self, messages: Iterator[bytes], context: Any) -> Any:
         """``Export`` as the server runs it: the token first, then the message's bytes (within
         the body timeout), then the parse."""
         self._authorize(context)
@@ -123,9 +136,10 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
                 context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the request did not arrive in time")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
         try:
-            request = ExportTraceServiceRequest.FromString(raw)
+            request = self._REQUEST.FromString(raw)
         except DecodeError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not an ExportTraceServiceRequest: {exc}")
+            name = self._REQUEST.DESCRIPTOR.name
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not an {name}: {exc}")
         return self._export(request, context)
 
     def _authorize(self, context: Any) -> None:
@@ -135,7 +149,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         for key, value in context.invocation_metadata():
             if key == "authorization":
                 header = value
-        status = check("/v1/traces", header, self._ingest_token, self._query_token)
+        status = check(self._PATH, header, self._ingest_token, self._query_token)
         if status == 401:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
         if status == 403:
@@ -152,8 +166,18 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except DecoderUnavailable as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        self._commit(lambda: self._ingest.submit(batch), context, "spans")
+        response = ExportTraceServiceResponse()
+        if batch.rejected:
+            response.partial_success.rejected_spans = batch.rejected
+            response.partial_success.error_message = batch.message
+        return response
+
+    def _commit(self, submit: Callable[[], Future[None] | None], context: Any, what: str) -> None:
+        """Queue the rows and wait for their commit; aborts the call under backpressure
+        (RESOURCE_EXHAUSTED) or when they could not be stored."""
         try:
-            future = self._ingest.submit(batch)
+            future = submit()
         except QueueFull as exc:
             context.set_trailing_metadata((("retry-after", str(exc.retry_after)),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
@@ -163,16 +187,27 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             try:
                 future.result(timeout=_COMMIT_TIMEOUT_S)
             except MemoryError:  # this request's rows do not fit: retrying it fails the same way
-                log.warning("gRPC ingest commit ran out of memory for %d spans", batch.accepted)
+                log.warning("gRPC ingest commit ran out of memory for a request of %s", what)
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(out_of_memory("storing")))
             except Exception as exc:
                 log.warning("gRPC ingest commit failed: %s", exc)
-                context.abort(grpc.StatusCode.UNAVAILABLE, "could not store the spans; retry")
-        response = ExportTraceServiceResponse()
-        if batch.rejected:
-            response.partial_success.rejected_spans = batch.rejected
-            response.partial_success.error_message = batch.message
-        return response
+                context.abort(grpc.StatusCode.UNAVAILABLE, f"could not store the {what}; retry")
+
+
+class LogsService(TraceService):
+    """``LogsService/Export``: the evaluations among the records stored (ingest.evaluations), the
+    other records counted and dropped; the same checks, partial success and durability."""
+
+    _REQUEST = ExportLogsServiceRequest
+    _PATH = LOGS_PATH
+
+    def _export(self, request: Any, context: Any) -> Any:
+        try:
+            batch = self._ingest.decode_logs_request(request)
+        except BodyError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        self._commit(lambda: self._ingest.submit_evaluations(batch.rows), context, "evaluations")
+        return logs_response(batch)
 
 
 def start_grpc(
@@ -200,13 +235,17 @@ def start_grpc(
         ],
         maximum_concurrent_rpcs=limits.grpc_max_concurrent_rpcs,
     )
-    service = TraceService(ingest, ingest_token, query_token, body_timeout_s=limits.body_timeout_s)
-    export = grpc.stream_unary_rpc_method_handler(
-        service.export_raw,
-        request_deserializer=None,  # bytes: parsed only once the token has been checked
-        response_serializer=ExportTraceServiceResponse.SerializeToString,
-    )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
+    for name, kind, response in (
+        (SERVICE, TraceService, ExportTraceServiceResponse),
+        (LOGS_SERVICE, LogsService, ExportLogsServiceResponse),
+    ):
+        service = kind(ingest, ingest_token, query_token, body_timeout_s=limits.body_timeout_s)
+        export = grpc.stream_unary_rpc_method_handler(
+            service.export_raw,
+            request_deserializer=None,  # bytes: parsed only once the token has been checked
+            response_serializer=response.SerializeToString,
+        )
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, {"Export": export}),))
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound = server.add_insecure_port(address)
     if bound == 0:

@@ -8,6 +8,7 @@ from typing import Any, Final
 from fastapi import APIRouter, HTTPException, Request, Response
 
 from reach_collector.api.numbers import parse_float, parse_int
+from reach_collector.query.evaluations import for_trace
 from reach_collector.query.views import summary_json, trace_body
 from reach_collector.store.base import TraceFilter
 from reach_collector.text.times import parse_time_ns
@@ -42,11 +43,13 @@ def parse_tree(value: str | None) -> bool:
 def get_trace(trace_id: str, request: Request) -> Response:
     tid = parse_trace_id(trace_id)
     tree = parse_tree(request.query_params.get("tree"))
-    rows = request.app.state.store.trace_spans(tid)
+    store = request.app.state.store
+    rows = store.trace_spans(tid)
     if not rows:
         raise HTTPException(404, f"trace {tid} not found")
+    judged = for_trace(store, tid, rows)  # one bounded query (query.evaluations)
     # Encoded a column at a time, straight to bytes (views.trace_body): no dict per span.
-    return Response(trace_body(tid, rows, tree=tree), media_type="application/json")
+    return Response(trace_body(tid, rows, tree=tree, evaluations=judged), media_type="application/json")
 
 
 def parse_filter(params: list[tuple[str, str]], now_s: float) -> TraceFilter:

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from reach_collector.ingest import fast, memory
 from reach_collector.ingest import row_budget as cost
 from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, decompress
+from reach_collector.ingest.evaluations import LogBatch, from_span_events
+from reach_collector.ingest.logs import decode_logs, rows_within
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
 from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
 from reach_collector.ingest.split import split_request
@@ -34,6 +39,7 @@ class IngestStats:
     spans_rejected: int = 0
     requests_rejected: int = 0
     requests_split: int = 0  # decoded in pieces by several workers at once
+    log_records: int = 0  # OTLP log records received (evaluations or not)
 
 
 class IngestService:
@@ -48,8 +54,16 @@ class IngestService:
         split_min_bytes: int = 32 << 10,
         max_row_bytes: int = cost.DEFAULT_MAX_ROW_BYTES,
         max_inflight_bytes: int | None = None,
+        on_logs: Callable[[LogBatch], None] | None = None,
+        on_evaluations: Callable[[Any, list[tuple[Any, ...]]], None] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.writer = writer
+        # (a logs request's batch) once decoded; (store, rows) once evaluation rows are stored,
+        # on the writer thread: what /metrics counts.
+        self._on_logs = on_logs
+        self._on_evaluations = on_evaluations
+        self._clock = clock or time.time
         self._on_received = on_received  # (spans received, of which rejected), per request
         self.max_body_bytes = max_body_bytes
         # The bound on what one request may cost in span rows (see ``ingest.row_budget``), checked on
@@ -233,7 +247,107 @@ class IngestService:
         return self._count(batch)
 
     def submit(self, batch: SpanBatch) -> Future[None] | None:
-        """Queue the accepted rows (None when there are none); may raise QueueFull/WriterClosed."""
+        """Queue the accepted rows (None when there are none); may raise QueueFull/WriterClosed.
+        The ``gen_ai.evaluation.result`` events among them are queued as evaluation rows too, and
+        the future resolves once both are stored."""
         if batch.accepted == 0:
             return None
-        return self.writer.submit(batch.table, batch.parts, batch.stats)
+        evaluations = from_span_events(batch.table)
+        spans = self.writer.submit(batch.table, batch.parts, batch.stats)
+        if not evaluations:
+            return spans
+        try:
+            stored = self.submit_evaluations(evaluations)
+        except BaseException:
+            spans.cancel()  # not acknowledged: the exporter sends it again
+            raise
+        assert stored is not None  # rows were given
+        return _both(spans, stored)
+
+    # --- OTLP logs: evaluations -------------------------------------------------------------------
+    def _count_logs(self, batch: LogBatch) -> LogBatch:
+        self.stats.requests += 1
+        self.stats.log_records += batch.records
+        if self._on_logs is not None:
+            self._on_logs(batch)
+        return batch
+
+    async def decode_logs_async(self, body: bytes, media: str, encoding: str | None) -> LogBatch:
+        """An OTLP/HTTP logs body → its evaluation rows, in a thread; raises ``BodyError``."""
+        now_ns = int(self._clock() * 1e9)
+        return self._count_logs(
+            await asyncio.to_thread(
+                self._logs,
+                decode_logs,
+                body,
+                media,
+                encoding,
+                self.max_body_bytes,
+                self.max_row_bytes,
+                now_ns,
+            )
+        )
+
+    def decode_logs_request(self, request: ExportLogsServiceRequest) -> LogBatch:
+        """A parsed gRPC logs request → its evaluation rows; raises ``BodyError``."""
+        now_ns = int(self._clock() * 1e9)
+        return self._count_logs(
+            self._logs(rows_within, request, request.ByteSize(), self.max_row_bytes, now_ns)
+        )
+
+    def _logs(self, make: Callable[..., LogBatch], *args: Any) -> LogBatch:
+        try:
+            return make(*args)
+        except BodyError:
+            raise
+        except MemoryError as exc:
+            raise cost.out_of_memory("decoding") from exc
+        except Exception as exc:  # hostile input gets a 4xx, never a 5xx; logged so a bug still shows
+            log.warning("could not read an OTLP logs request", exc_info=True)
+            raise UndecodableBody(f"could not process the log records: {type(exc).__name__}") from exc
+
+    def submit_evaluations(self, rows: list[tuple[Any, ...]]) -> Future[None] | None:
+        """Queue evaluation rows (None when there are none), counted against the write queue's bound
+        as spans are; the future resolves once they are committed. May raise QueueFull/WriterClosed."""
+        if not rows:
+            return None
+        observe = self._on_evaluations
+
+        def store_rows(store: Any) -> None:
+            store.append("evaluations", rows)
+            if observe is not None:
+                try:
+                    observe(store, rows)
+                except Exception:  # observers must never stop ingest
+                    log.exception("evaluation observer failed")
+
+        future: Future[None] = self.writer.call(store_rows, rows=len(rows))
+        return future
+
+
+def _both(first: Future[None], second: Future[None]) -> Future[None]:
+    """A future that resolves once both have, failing with the first one's error if either fails."""
+    out: Future[None] = Future()
+    lock = threading.Lock()  # the two may finish on two writer threads at once
+
+    def done(_: Future[None]) -> None:
+        with lock:
+            if not (first.done() and second.done()) or out.done():
+                return
+            _settle(out, first, second)
+
+    first.add_done_callback(done)
+    second.add_done_callback(done)
+    return out
+
+
+def _settle(out: Future[None], first: Future[None], second: Future[None]) -> None:
+    for part in (first, second):
+        if part.cancelled():
+            out.cancel()
+            return
+        exc = part.exception()
+        if exc is not None:
+            out.set_exception(exc)
+            return
+    out.set_result(None)

@@ -67,6 +67,7 @@ class _Item:
     task: Callable[[Any], Any] | None
     future: Future[Any]
     meta: Any = None
+    rows: int = 0  # what a task counts against the queue's bound until it has run
 
 
 class Writer:
@@ -164,14 +165,19 @@ class Writer:
             if delta > 0:
                 self._last_arrival = time.monotonic()
 
-    def call(self, task: Callable[[Any], Any]) -> Future[Any]:
+    def call(self, task: Callable[[Any], Any], rows: int = 0) -> Future[Any]:
         """Run ``task(store)`` on a writer thread, between its commits (e.g. retention); with one
-        writer thread, between all commits."""
+        writer thread, between all commits. A task that writes ``rows`` rows (evaluations) counts
+        them against the queue's bound as spans do: QueueFull when they do not fit."""
         future: Future[Any] = Future()
         with self._cond:
             if self._closed:
                 raise WriterClosed("the collector is shutting down")
-            self._queue.append(_Item(None, None, task, future))
+            if rows and self._pending and self._pending + rows > self._max_pending:
+                self.stats.queue_full += 1
+                raise QueueFull(retry_after=1)
+            self._pending += rows
+            self._queue.append(_Item(None, None, task, future, rows=rows))
             self._cond.notify()
         return future
 
@@ -268,9 +274,18 @@ class Writer:
     def _run_task(self, item: _Item) -> None:
         assert item.task is not None
         try:
-            item.future.set_result(item.task(self._store))
+            result = item.task(self._store)
         except Exception as exc:
+            self._task_done(item.rows)
             item.future.set_exception(exc)
+            return
+        self._task_done(item.rows)
+        item.future.set_result(result)
+
+    def _task_done(self, rows: int) -> None:
+        if rows:
+            with self._cond:
+                self._pending -= rows
 
     def _commit(self, items: list[_Item]) -> None:
         tables = [i.table for i in items if i.table is not None]

@@ -114,10 +114,17 @@ def span_json(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def trace_json(trace_id: str, rows: Iterable[Mapping[str, Any]], *, tree: bool = True) -> dict[str, Any]:
+def trace_json(
+    trace_id: str,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    tree: bool = True,
+    evaluations: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """The full trace: spans ordered by start time (duplicates from exporter retries dropped) and,
     unless ``tree`` is false, the nested ``roots`` tree that repeats every span. A dict per span:
-    the reference that trace_body's bytes are held to."""
+    the reference that trace_body's bytes are held to. A span evaluated (``evaluations``: span id
+    → its evaluations, query.evaluations) carries ``evaluations``, as a handoff span ``handoff``."""
     seen: set[str] = set()
     spans: list[dict[str, Any]] = []
     kept: list[Mapping[str, Any]] = []
@@ -131,23 +138,31 @@ def trace_json(trace_id: str, rows: Iterable[Mapping[str, Any]], *, tree: bool =
     for row, span in zip(kept, spans, strict=True):
         if row["operation"] == sc.OP_HANDOFF:
             span["handoff"] = handoff_json(row, runs)
+        if evaluations and row["span_id"] in evaluations:
+            span["evaluations"] = evaluations[row["span_id"]]
     out: dict[str, Any] = {"trace_id": trace_id, "span_count": len(spans), "spans": spans}
     if tree:
         out["roots"] = build_tree(spans)
     return out
 
 
-def trace_body(trace_id: str, rows: Sequence[Mapping[str, Any]], *, tree: bool = True) -> bytes:
+def trace_body(
+    trace_id: str,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    tree: bool = True,
+    evaluations: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> bytes:
     """The JSON bytes of ``trace_json(trace_id, rows, tree=tree)``, spans encoded a column at a time
     with the stored JSON text spliced in (trace_columns); the nested tree, when asked for, splices
     the same span texts in build_tree's order, each with its ``children``. A small trace is
     shaped as dicts (span_rows.COLUMNS_FROM): that costs less there."""
     if len(rows) < span_rows.COLUMNS_FROM:
-        return dumps(trace_json(trace_id, rows, tree=tree))
+        return dumps(trace_json(trace_id, rows, tree=tree, evaluations=evaluations))
     try:
         table = span_table(rows)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # row dicts whose values the schema's types refuse
-        return dumps(trace_json(trace_id, rows, tree=tree))
+        return dumps(trace_json(trace_id, rows, tree=tree, evaluations=evaluations))
     few = rows_where(table, "operation", (sc.OP_AGENT, sc.OP_HANDOFF), _HANDOFF_COLUMNS)
     runs = agent_runs(row for _, row in few)
     tails = {
@@ -155,6 +170,11 @@ def trace_body(trace_id: str, rows: Sequence[Mapping[str, Any]], *, tree: bool =
         for index, row in few
         if row["operation"] == sc.OP_HANDOFF
     }
+    if evaluations:
+        for index, span_id in enumerate(table.column("span_id").to_pylist()):
+            if span_id in evaluations:
+                tail = ',"evaluations":' + orjson.dumps(evaluations[span_id]).decode()
+                tails[index] = tails.get(index, "") + tail
     texts = encode_spans(table, tails)
     count: int = table.num_rows
     head = b'{"trace_id":%b,"span_count":%d,"spans":[%b]' % (orjson.dumps(trace_id), count, joined(texts))

@@ -70,7 +70,7 @@ def test_alerts_page_lists_the_alert_acks_it_and_shows_deliveries(firing, page: 
     assert "failed, will retry" in deliveries[1] and "HTTP 500" in deliveries[1]
 
     # The alert links to the agent's failing traces, which the traces page then lists.
-    page.click(f"#alerts tr[data-fingerprint='{fp}'] a")
+    page.click(f"#alerts tr[data-fingerprint='{fp}'] a.failing-traces")
     page.wait_for("document.body.dataset.ready === '/ui/traces'")
     query = page.js("Object.fromEntries(new URLSearchParams(location.search))")
     assert query["agent"] == AGENT and query["status"] == "error"

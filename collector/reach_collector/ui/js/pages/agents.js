@@ -1,8 +1,10 @@
 // Agents: golden metrics per agent (GET /api/metrics/golden?by=agent) with per-minute sparklines
-// (GET /api/metrics/timeseries), the multi-agent metrics, tokens and cost (GET /api/metrics/agents)
-// and heartbeats (GET /api/agents).
+// (GET /api/metrics/timeseries), the causes of the failed traces (GET /api/causes), the
+// multi-agent metrics, tokens and cost (GET /api/metrics/agents) and heartbeats (GET /api/agents).
+// `?agent=` narrows the page to one agent: its rows, and the causes of the traces it failed in.
 
-import { get } from "../api.js";
+import { ApiError, get } from "../api.js";
+import { causesCard } from "../causes.js";
 import { AgentColors } from "../colors.js";
 import { fill, h, notice, s } from "../dom.js";
 import * as fmt from "../format.js";
@@ -83,28 +85,45 @@ function stat(label, value, hint = "") {
 export async function render(root, ctx) {
   document.title = "Agents · reach-otel";
   const windowParam = WINDOWS.includes(ctx.params.get("window")) ? ctx.params.get("window") : "15m";
+  const only = ctx.params.get("agent") || null;
+  const here = (w, a) => `/ui/agents?${new URLSearchParams(a ? { window: w, agent: a } : { window: w })}`;
   const select = h("select", { id: "window", "aria-label": "window" }, WINDOWS.map((w) => h("option", { value: w, selected: w === windowParam, text: `last ${w}` })));
-  select.addEventListener("change", () => ctx.navigate(`/ui/agents?window=${select.value}`, { replace: true }));
+  select.addEventListener("change", () => ctx.navigate(here(select.value, only), { replace: true }));
+  const pick = h("select", { id: "agent", "aria-label": "agent" }, h("option", { value: "", text: "all agents" }), only ? h("option", { value: only, selected: true, text: only }) : null);
+  pick.addEventListener("change", () => ctx.navigate(here(windowParam, pick.value), { replace: true }));
   const body = h("div", { id: "agents-body", class: "stack" });
-  root.append(h("div", { class: "page-head" }, h("h1", { text: "Agents" }), select, h("span", { class: "muted", id: "agents-updated" })), body);
+  root.append(h("div", { class: "page-head" }, h("h1", { text: "Agents" }), select, pick, h("span", { class: "muted", id: "agents-updated" })), body);
+
+  /** The agents to pick from: those with calls in the window, and the one picked. */
+  function pickable(names) {
+    const all = [...new Set([...names.map(String), ...(only ? [only] : [])])].sort((a, b) => a.localeCompare(b));
+    if (pick.options.length === all.length + 1 && all.every((a, i) => pick.options[i + 1].value === a)) return;
+    fill(pick, h("option", { value: "", text: "all agents" }), all.map((a) => h("option", { value: a, selected: a === only, text: a })));
+  }
 
   async function load() {
-    const [golden, calls, p95, multi, beats] = await Promise.all([
+    const [golden, calls, p95, multi, beats, causes] = await Promise.all([
       get("/api/metrics/golden", { window: windowParam, by: "agent" }, ctx.signal),
       get("/api/metrics/timeseries", { metric: "calls", by: "agent", step: "1m", since: SPARK_SINCE }, ctx.signal),
       get("/api/metrics/timeseries", { metric: "p95", by: "agent", step: "1m", since: SPARK_SINCE }, ctx.signal),
       get("/api/metrics/agents", { window: windowParam }, ctx.signal),
       get("/api/agents", null, ctx.signal).catch(() => null),
+      get("/api/causes", { window: windowParam, agent: only }, ctx.signal).catch((e) => {
+        if (e instanceof ApiError) return { error: e.message };
+        throw e;
+      }),
     ]);
-    const groups = golden?.groups || [];
-    const colors = new AgentColors(groups.map((g) => g.key));
+    const every = golden?.groups || [];
+    pickable(every.map((g) => g.key).filter((k) => k !== null && k !== undefined));
+    const colors = new AgentColors(every.map((g) => g.key));
+    const groups = only ? every.filter((g) => String(g.key) === only) : every;
     const callSeries = byKey(calls);
     const p95Series = byKey(p95);
     const rows = groups.map((g) =>
       h(
         "tr",
         { "data-agent": String(g.key) },
-        h("td", null, agentChip(g.key ?? "(none)", colors)),
+        h("td", null, g.key === null || g.key === undefined ? agentChip("(none)", colors) : h("a", { href: here(windowParam, String(g.key)), class: "agent-link", title: `only ${g.key}` }, agentChip(g.key, colors))),
         h("td", { class: "num" }, fmt.int(g.calls)),
         h("td", { class: "num" }, g.errors ? h("span", { class: "pill error", text: fmt.int(g.errors) }) : "0"),
         h("td", null, rateBar(g.success_rate)),
@@ -123,11 +142,11 @@ export async function render(root, ctx) {
           h("thead", null, h("tr", null, ["Agent", "Calls", "Errors", "Success", "OK / min", "p50", "p95", "p99", `Calls / min (${SPARK_SINCE})`, `p95 / min (${SPARK_SINCE})`].map((t) => h("th", { scope: "col", text: t })))),
           h("tbody", null, rows),
         )
-      : notice(`No agent calls in the last ${windowParam}.`);
+      : notice(only ? `No calls of ${only} in the last ${windowParam}.` : `No agent calls in the last ${windowParam}.`);
     const hand = multi?.handoffs || {};
     const hops = multi?.hops || {};
     const loops = multi?.loops || {};
-    const tokens = (multi?.agents || []).map((a) =>
+    const tokens = (multi?.agents || []).filter((a) => !only || String(a.agent) === only).map((a) =>
       h(
         "tr",
         { "data-agent": String(a.agent) },
@@ -147,6 +166,9 @@ export async function render(root, ctx) {
     );
     fill(body, 
       h("section", { class: "card" }, h("h2", { text: `Golden metrics per agent — last ${windowParam}` }), goldenTable),
+      causes?.error
+        ? h("section", { class: "card causes-card", id: "causes" }, h("h2", { text: "Causes of failed traces" }), notice(causes.error, "error"))
+        : causesCard(causes, { window: windowParam, agent: only, colors, id: "causes" }),
       h(
         "section",
         { class: "card" },

@@ -1,13 +1,31 @@
-// Alerts: pending, firing and resolved alerts (GET /api/alerts), an ack button for a firing alert
-// (POST /api/alerts/{fingerprint}/ack with an empty body), and the delivery attempts
-// (GET /api/alerts/deliveries).
+// Alerts: pending, firing and resolved alerts (GET /api/alerts) with the cause a page carries (its
+// `cause` sentence and `cause_traces`), an ack button for a firing alert (POST
+// /api/alerts/{fingerprint}/ack with an empty body), the causes of each firing alert's agent over
+// the page's window (GET /api/causes?agent=), and the delivery attempts (GET /api/alerts/deliveries).
 
 import { ApiError, get, post } from "../api.js";
+import { causesCard, traceLinks } from "../causes.js";
+import { AgentColors } from "../colors.js";
 import { fill, h, notice } from "../dom.js";
 import * as fmt from "../format.js";
 
 const STATES = ["all", "firing", "pending", "resolved"];
+const WINDOWS = ["5m", "15m", "1h", "6h", "24h"];
 const REFRESH_MS = 10000;
+const MAX_PANELS = 6; // agents whose causes are shown at once
+
+/** The cause an alert carries (SPEC §17): its sentence, and its example traces as links. */
+function alertCause(a) {
+  const text = a.annotations?.cause;
+  if (!text) return null;
+  const links = traceLinks(String(a.annotations?.cause_traces ?? "").split(",").map((t) => t.trim()).filter(Boolean));
+  return h(
+    "div",
+    { class: "alert-cause" },
+    h("div", { class: "cause-text" }, h("strong", { text: "Cause: " }), String(text)),
+    links.length ? h("div", { class: "trace-links" }, h("span", { class: "muted", text: "example traces: " }), links) : null,
+  );
+}
 
 /** The alert's failing traces in this console: its page's traces_url when the API gives one, else
  * the agent's error traces from an hour before the alert became active. */
@@ -24,7 +42,7 @@ function tracesLink(a) {
     const since = new Date(active - 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
     href = `/ui/traces?${new URLSearchParams({ agent: a.labels.agent, status: "error", since, limit: "50" })}`;
   }
-  return href ? h("a", { href, class: "small", text: "failing traces →" }) : null;
+  return href ? h("a", { href, class: "small failing-traces", text: "failing traces →" }) : null;
 }
 
 function labels(obj) {
@@ -43,16 +61,28 @@ function deliveryAgent(d) {
 export async function render(root, ctx) {
   document.title = "Alerts · reach-otel";
   const state = STATES.includes(ctx.params.get("state")) ? ctx.params.get("state") : "all";
+  const windowParam = WINDOWS.includes(ctx.params.get("window")) ? ctx.params.get("window") : "15m";
+  const here = (st, w) => {
+    const q = new URLSearchParams();
+    if (st !== "all") q.set("state", st);
+    if (w !== "15m") q.set("window", w);
+    const text = q.toString();
+    return `/ui/alerts${text ? `?${text}` : ""}`;
+  };
   const tabs = h(
     "div",
     { class: "tabs", role: "tablist" },
-    STATES.map((st) => h("a", { href: st === "all" ? "/ui/alerts" : `/ui/alerts?state=${st}`, class: st === state ? "active" : null, role: "tab", text: st })),
+    STATES.map((st) => h("a", { href: here(st, windowParam), class: st === state ? "active" : null, role: "tab", text: st })),
   );
+  const select = h("select", { id: "window", "aria-label": "causes window", title: "the window of the causes shown" }, WINDOWS.map((w) => h("option", { value: w, selected: w === windowParam, text: `causes: last ${w}` })));
+  select.addEventListener("change", () => ctx.navigate(here(state, select.value), { replace: true }));
   const alertsBox = h("div", { id: "alerts-body" });
+  const causesBox = h("div", { id: "alert-causes", class: "stack" });
   const deliveriesBox = h("div", { id: "deliveries-body" });
   root.append(
-    h("div", { class: "page-head" }, h("h1", { text: "Alerts" }), tabs),
+    h("div", { class: "page-head" }, h("h1", { text: "Alerts" }), tabs, select),
     h("section", { class: "card" }, h("h2", { text: "Alerts" }), alertsBox),
+    causesBox,
     h("section", { class: "card" }, h("h2", { text: "Delivery attempts (latest 100)" }), deliveriesBox),
   );
 
@@ -78,6 +108,20 @@ export async function render(root, ctx) {
       get("/api/alerts/deliveries", { limit: 100 }, ctx.signal),
     ]);
     const list = alerts?.alerts || [];
+    // The agents of the firing alerts, P0 first: each gets its causes over the page's window.
+    const burning = list.filter((a) => a.state === "firing" && a.labels?.agent);
+    burning.sort((a, b) => String(a.severity).localeCompare(String(b.severity)));
+    const agents = [...new Set(burning.map((a) => String(a.labels.agent)))].slice(0, MAX_PANELS);
+    const causes = agents.length
+      ? await Promise.all(
+          agents.map((agent) =>
+            get("/api/causes", { window: windowParam, agent }, ctx.signal).catch((e) => {
+              if (e instanceof ApiError) return { error: e.message };
+              throw e;
+            }),
+          ),
+        )
+      : [];
     const order = { firing: 0, pending: 1, resolved: 2 };
     list.sort((a, b) => (order[a.state] ?? 3) - (order[b.state] ?? 3) || String(a.severity).localeCompare(String(b.severity)));
     const rows = list.map((a) => {
@@ -88,7 +132,7 @@ export async function render(root, ctx) {
         "tr",
         { class: `st-${a.state}`, "data-fingerprint": String(a.fingerprint) },
         h("td", null, h("span", { class: `pill sev-${String(a.severity).toLowerCase()}`, text: String(a.severity ?? "") })),
-        h("td", null, h("div", { class: "alertname", text: String(a.alertname ?? "") }), h("div", { class: "muted small", text: String(a.annotations?.summary ?? "") }), tracesLink(a)),
+        h("td", null, h("div", { class: "alertname", text: String(a.alertname ?? "") }), h("div", { class: "muted small", text: String(a.annotations?.summary ?? "") }), alertCause(a), tracesLink(a)),
         h("td", null, labels(a.labels)),
         h("td", null, h("span", { class: `pill state-${a.state}`, text: String(a.state ?? "") })),
         h("td", { class: "nowrap", title: String(a.active_at ?? "") }, fmt.time(a.active_at)),
@@ -101,6 +145,15 @@ export async function render(root, ctx) {
       rows.length
         ? h("table", { class: "grid", id: "alerts" }, h("thead", null, h("tr", null, ["Severity", "Alert", "Labels", "State", "Active since", "Fired", "Resolved", "Ack"].map((t) => h("th", { scope: "col", text: t })))), h("tbody", null, rows))
         : notice(state === "all" ? "No alerts." : `No ${state} alerts.`),
+    );
+    const colors = new AgentColors(agents);
+    fill(
+      causesBox,
+      agents.map((agent, i) =>
+        causes[i]?.error
+          ? h("section", { class: "card causes-card", "data-agent": agent }, h("h2", { text: `Causes of ${agent}'s failed traces` }), notice(causes[i].error, "error"))
+          : causesCard(causes[i], { window: windowParam, agent, colors }),
+      ),
     );
     const drows = (deliveries?.deliveries || []).slice().reverse().map((d) =>
       h(

@@ -1,10 +1,13 @@
-// Trace: the waterfall of every span (virtualised), the trace's agent graph, its totals, and the
-// details of the chosen span. One GET /api/traces/{id}?tree=false (the tree is built from spans).
+// Trace: the waterfall of every span (virtualised), the trace's agent graph, its totals, the
+// details of the chosen span and, for a failed trace, its cause (where the failure began, the path
+// to it marked in the waterfall). GET /api/traces/{id}?tree=false (the tree is built from spans)
+// and GET /api/traces/{id}/cause, side by side.
 
-import { get } from "../api.js";
+import { ApiError, get } from "../api.js";
 import { AgentColors } from "../colors.js";
-import { copyButton, h, notice } from "../dom.js";
+import { copyButton, fill, h, notice } from "../dom.js";
 import * as fmt from "../format.js";
+import { causeLine } from "../trace/cause.js";
 import { details } from "../trace/details.js";
 import { agentGraph, OUTCOME_COLORS } from "../trace/graph.js";
 import { buildModel, TYPES } from "../trace/model.js";
@@ -32,7 +35,7 @@ function totalsStrip(model) {
   );
 }
 
-function legend(model, colors) {
+function legend(model, colors, failed) {
   const agents = model.agents.map((a) => {
     const chip = h("span", { class: "chip", "data-agent": a }, h("span", { class: "dot" }), a);
     chip.firstChild.style.backgroundColor = colors.get(a);
@@ -56,6 +59,7 @@ function legend(model, colors) {
     h("span", { class: "legend-mark error", text: "✗ error" }),
     h("span", { class: "legend-mark gate", text: "⚠ gate" }),
     h("span", { class: "legend-mark loop", text: "⟳ loop" }),
+    failed ? h("span", { class: "legend-mark path", title: "the spans from the root down to where the failure began", text: "failure path" }) : null,
     h("span", { class: "sep" }),
     h("span", { class: "legend-title", text: "Handoffs" }),
     outcomes,
@@ -102,10 +106,16 @@ export async function render(root, ctx) {
   document.title = `Trace ${id.slice(0, 8)} · reach-otel`;
   performance.clearMarks();
   performance.mark("trace-start");
-  const trace = await get(`/api/traces/${encodeURIComponent(id)}`, { tree: "false" }, ctx.signal).catch((e) => {
+  const asked = get(`/api/traces/${encodeURIComponent(id)}`, { tree: "false" }, ctx.signal).catch((e) => {
     if (e.status === 404 || e.status === 400) return { missing: e.message };
     throw e;
   });
+  // The cause is extra: a collector that cannot tell it still shows the trace.
+  const why = get(`/api/traces/${encodeURIComponent(id)}/cause`, null, ctx.signal).catch((e) => {
+    if (e instanceof ApiError) return null;
+    throw e;
+  });
+  const [trace, cause] = await Promise.all([asked, why]);
   performance.mark("trace-fetched");
   if (trace.missing) {
     root.append(h("div", { class: "page-head" }, h("h1", { text: "Trace" })), notice(trace.missing, "error"), h("p", null, h("a", { href: "/ui/traces", text: "← all traces" })));
@@ -115,14 +125,26 @@ export async function render(root, ctx) {
   const colors = new AgentColors(model.agents);
   const root0 = model.rows[0]?.span;
   const panel = h("div", { class: "card details-card", id: "details-card" });
-  const waterfall = new Waterfall(model, colors, (row) => {
-    panel.replaceChildren(details(row, colors));
-    panel.scrollTop = 0;
-    const q = new URLSearchParams(location.search);
-    q.set("span", String(row.span.span_id));
-    history.replaceState(null, "", `${location.pathname}?${q}`);
-  });
-  root.append(
+  const failed = Boolean(cause?.failed && cause.origin);
+  const originId = failed ? String(cause.origin.span_id) : null;
+  const waterfall = new Waterfall(
+    model,
+    colors,
+    (row) => {
+      const origin = row.span.span_id === originId;
+      const note = origin ? h("div", { class: "notice error origin-note", text: "The trace's failure began at this span." }) : null;
+      panel.replaceChildren(...[note, details(row, colors)].filter(Boolean));
+      panel.scrollTop = 0;
+      const q = new URLSearchParams(location.search);
+      q.set("span", String(row.span.span_id));
+      history.replaceState(null, "", `${location.pathname}?${q}`);
+    },
+    failed ? { path: (cause.path || []).map(String), origin: originId } : {},
+  );
+  const originRow = failed ? model.rows.findIndex((r) => r.span.span_id === originId) : -1;
+  const line = failed ? causeLine(cause, colors, () => waterfall.select(originRow, { scroll: true })) : null;
+  fill(
+    root,
     h(
       "div",
       { class: "page-head" },
@@ -132,8 +154,9 @@ export async function render(root, ctx) {
       h("span", { class: "root-name", title: "root span", text: String(root0?.name ?? "") }),
       h("span", { class: "muted", text: root0 ? `${fmt.time(root0.start_time)}` : "" }),
     ),
+    line,
     totalsStrip(model),
-    legend(model, colors),
+    legend(model, colors, failed),
     h(
       "div",
       { class: "trace-layout" },
@@ -143,7 +166,9 @@ export async function render(root, ctx) {
   );
   waterfall.relayout();
   const wanted = ctx.params.get("span");
-  const start = Math.max(0, model.rows.findIndex((r) => r.span.span_id === wanted));
+  // The span asked for, else where a failed trace's failure began, else the root.
+  const found = wanted ? model.rows.findIndex((r) => r.span.span_id === wanted) : -1;
+  const start = found >= 0 ? found : !wanted && originRow >= 0 ? originRow : 0;
   if (model.rows.length) waterfall.select(start, { scroll: true });
   performance.mark("trace-drawn");
   document.body.dataset.traceReady = String(model.rows.length);

@@ -44,9 +44,12 @@ export class Waterfall {
    * @param model   buildModel() output
    * @param colors  AgentColors
    * @param onSelect called with a row when one is chosen
+   * @param cause   a failed trace's cause: the span ids of its path (root first) and its origin
    */
-  constructor(model, colors, onSelect) {
+  constructor(model, colors, onSelect, { path = [], origin = null } = {}) {
     this.model = model;
+    this.path = new Set(path);
+    this.origin = origin;
     this.colors = colors;
     this.onSelect = onSelect;
     this.collapsed = new Set();
@@ -178,7 +181,9 @@ export class Waterfall {
     const span = row.span;
     const colour = this.colors.get(row.agent);
     const error = span.status?.code === "ERROR";
-    slot.el.className = `wf-row t-${row.type}${error ? " error" : ""}${row.index === this.selected ? " selected" : ""}`;
+    const origin = this.origin !== null && span.span_id === this.origin;
+    const onPath = this.path.has(span.span_id);
+    slot.el.className = `wf-row t-${row.type}${error ? " error" : ""}${onPath ? " on-path" : ""}${origin ? " origin" : ""}${row.index === this.selected ? " selected" : ""}`;
     slot.el.style.transform = `translateY(${i * ROW_HEIGHT}px)`;
     slot.el.dataset.index = String(row.index);
     slot.el.dataset.spanId = String(span.span_id);
@@ -194,8 +199,16 @@ export class Waterfall {
     slot.name.title = `${span.name ?? ""}${row.agent ? ` — ${row.agent}` : ""}`;
     slot.badges.replaceChildren();
     for (const m of row.markers) {
+      if (origin && m.kind === "error") {
+        // The origin's error badge says so: the failure began here.
+        slot.badges.append(h("span", { class: "badge origin", title: `the trace's failure began here: ${m.text}`, text: "✗ origin" }));
+        continue;
+      }
       const glyph = m.kind === "error" ? "✗" : m.kind === "gate" ? "⚠" : m.kind === "loop" ? "⟳" : "⤒";
       slot.badges.append(h("span", { class: `badge ${m.kind}`, title: `${m.kind}: ${m.text}`, text: glyph }));
+    }
+    if (origin && !row.markers.some((m) => m.kind === "error")) {
+      slot.badges.append(h("span", { class: "badge origin", title: "the trace's failure began here", text: "origin" }));
     }
     const left = Math.min(100, Math.max(0, (row.start / this.total) * 100));
     const width = Math.max(0, ((row.end - row.start) / this.total) * 100);

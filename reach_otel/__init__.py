@@ -2,7 +2,7 @@
 
 ``init()`` once, then ``@workflow``, ``@agent``, ``@tool``, ``@llm``, ``handoff``, ``session``
 and ``gate`` describe what the application does; ``inject``/``extract``/``attach`` carry the
-trace across HTTP hops.
+trace across HTTP hops; ``evaluate``/``feedback`` record how good an answer was.
 """
 
 __version__ = "0.1.0"
@@ -11,6 +11,7 @@ from reach_otel import context
 from reach_otel.api import gate, handoff, record_usage, session
 from reach_otel.decorators import agent, llm, tool, workflow
 from reach_otel.errors import HopLimitExceeded
+from reach_otel.evaluations import evaluate, feedback
 from reach_otel.handler import TelemetryHandler, get_handler, set_handler
 from reach_otel.heartbeat import heartbeat
 from reach_otel.instrumentation import instrument, uninstrument
@@ -27,7 +28,9 @@ __all__ = [
     "attach",
     "context",
     "dropped_spans",
+    "evaluate",
     "extract",
+    "feedback",
     "flush",
     "gate",
     "get_handler",

@@ -19,9 +19,11 @@ from opentelemetry.trace import ProxyTracerProvider
 
 from reach_otel import semconv as sc
 from reach_otel._export import CountingExporter, ReachBatchSpanProcessor
+from reach_otel._log_export import make_logger_provider
 from reach_otel._safety import logger
 from reach_otel._session_stamp import SessionAttributes
 from reach_otel.config import Settings, load_settings
+from reach_otel.evaluations import set_logger_provider
 from reach_otel.handler import TelemetryHandler, set_handler
 
 
@@ -32,6 +34,7 @@ class _State:
     processor: SpanProcessor | None
     owns_provider: bool
     stopped: bool = False
+    logs: Any = None  # the LoggerProvider evaluations go to (reach_otel.evaluations), when ours
 
 
 _lock = threading.Lock()
@@ -157,8 +160,22 @@ def _setup(settings: Settings, explicit_provider: Any, exporter: SpanExporter | 
             "reach_otel: the application's TracerProvider (%s) takes no processors; left it alone",
             type(provider).__name__,
         )
+    # With an exporter of the application's own, evaluations go where its global LoggerProvider says.
+    logs = _evaluation_logs(settings) if exporter is None else None
     set_handler(TelemetryHandler(tracer_provider=explicit_provider, settings=settings))
-    return _State(settings, provider, processor, owns_provider=owns)
+    return _State(settings, provider, processor, owns_provider=owns, logs=logs)
+
+
+def _evaluation_logs(settings: Settings) -> Any:
+    """Our LoggerProvider for ``evaluate()``/``feedback()``, exporting beside the spans; None (and
+    evaluations go to the application's global one) when it cannot be made."""
+    try:
+        logs = make_logger_provider(settings, _resource(settings))
+    except Exception:  # the application runs regardless; its spans are still exported
+        logger.warning("reach_otel: could not set up the evaluation log exporter", exc_info=True)
+        return None
+    set_logger_provider(logs)
+    return logs
 
 
 def _bounded(action: Any, timeout_s: float) -> bool:
@@ -185,9 +202,12 @@ def flush(timeout: float | None = None) -> bool:
         return True
     processor = state.processor
     finished = [False]
+    logs = state.logs
 
     def run() -> None:
         finished[0] = bool(processor.force_flush())
+        if logs is not None:
+            finished[0] = bool(logs.force_flush()) and finished[0]
 
     timeout_s = state.settings.shutdown_timeout_s if timeout is None else timeout
     if not _bounded(run, timeout_s):
@@ -206,7 +226,16 @@ def shutdown(timeout: float | None = None) -> bool:
     processor = state.processor
     target = state.provider if state.owns_provider else processor
     timeout_s = state.settings.shutdown_timeout_s if timeout is None else timeout
-    finished = _bounded(target.shutdown, timeout_s)
+    logs = state.logs
+
+    def stop() -> None:
+        try:
+            target.shutdown()
+        finally:
+            if logs is not None:  # within the same bound: evaluations queued are sent, or given up
+                logs.shutdown()
+
+    finished = _bounded(stop, timeout_s)
     if not finished and isinstance(processor, ReachBatchSpanProcessor):
         processor.give_up(timeout_s)
     return finished and not (isinstance(processor, ReachBatchSpanProcessor) and processor.exporter.abandoned)

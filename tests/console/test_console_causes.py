@@ -55,7 +55,7 @@ def test_a_failed_traces_header_names_its_origin_and_marks_its_path(fed, page: P
     assert f"{SUPPORT} never ran" in line
     wasted = cause["wasted"]
     assert (wasted["input_tokens"], wasted["output_tokens"]) == (1800, 240)  # Billing's call after it
-    assert "wasted 1,800 → 240 tokens · $0.00900 · " in line  # at 3 and 15 USD per 1M tokens
+    assert "wasted 2,040 tokens · $0.00900 · " in line  # 1,800 → 240 at 3 and 15 USD per 1M tokens
     assert page.js("document.getElementById('cause').dataset.origin") == corpus.origins[trace]
 
     # The origin is badged and, with no span asked for, selected; the path is marked, root first.
@@ -119,8 +119,8 @@ def test_agents_page_ranks_the_known_causes_with_their_shares(fed, page: Page) -
     ]
     first, second = rows
     assert first["upstream"] == TRIAGE and second["upstream"] == "–"
-    assert f"{SUPPORT} never ran (2\u00a0traces)" in first["affected"]
-    assert f"{BILLING} never ran (2\u00a0traces)" in second["affected"]
+    assert f"{SUPPORT} never ran in 2\u00a0traces" in first["affected"]
+    assert f"{BILLING} never ran in 2\u00a0traces" in second["affected"]
     assert first["wasted"].startswith("$0.03")  # 3 × (1,800 → 240 tokens)
     assert set(first["examples"]) == set(corpus.tool_errors)
     assert set(second["examples"]) == set(corpus.rejected)

@@ -30,13 +30,14 @@ export function causeName(kind, name) {
   return String(kind).startsWith("handoff") || kind === "loop" || kind === "hop_limit" ? `→ ${text}` : text;
 }
 
-/** Tokens, dollars and time a cause wasted: "1,100 → 100 tokens · $0.0130 · 1.85 s" ("12 ms · no
- * tokens" when it spent none). */
+/** Tokens, dollars and time a cause wasted: "1,340 tokens · $0.0130 · 1.85 s" ("12 ms · no tokens"
+ * when it spent none). */
 export function wasteText({ input_tokens: tin, output_tokens: tout, cost_usd: usd, duration_ms: ms }) {
   const time = fmt.duration(ms || 0);
-  if (!((tin || 0) + (tout || 0))) return `${time} · no tokens`;
+  const tokens = (tin || 0) + (tout || 0);
+  if (!tokens) return `${time} · no tokens`;
   const cost = usd === null || usd === undefined ? "unpriced" : fmt.usd(usd);
-  return `${fmt.int(tin || 0)} → ${fmt.int(tout || 0)} tokens · ${cost} · ${time}`;
+  return `${fmt.int(tokens)} tokens · ${cost} · ${time}`;
 }
 
 const TRACE_ID = /^[0-9a-f]{1,64}$/i;
@@ -84,7 +85,7 @@ function row(c, colors) {
       "td",
       { class: "affected" },
       chips(reached, colors),
-      never.map(([a, n]) => h("div", { class: "never-ran", text: `${a} never ran (${fmt.int(n)}\u00a0trace${n === 1 ? "" : "s"})` })),
+      never.map(([a, n]) => h("div", { class: "never-ran", text: `${a} never ran in ${fmt.int(n)}\u00a0trace${n === 1 ? "" : "s"}` })),
     ),
     h("td", { class: "num nowrap" }, wasted(c)),
     h("td", { class: "examples" }, traceLinks(c.example_trace_ids)),

@@ -4,6 +4,7 @@
 
 import { causeName, kindPill, wasteText } from "../causes.js";
 import { h } from "../dom.js";
+import * as fmt from "../format.js";
 import { agentChip } from "../pages/traces.js";
 
 /** The line for `cause` (null when the trace did not fail); `onOrigin` selects the origin span. */
@@ -11,6 +12,7 @@ export function causeLine(cause, colors, onOrigin) {
   if (!cause?.failed || !cause.origin) return null;
   const o = cause.origin;
   const never = (cause.never_ran || []).map(String);
+  const w = cause.wasted || {};
   const message = o.message === null || o.message === undefined ? "" : String(o.message);
   const show = h("button", { type: "button", class: "small origin-button", title: "select the span where the failure began", text: "show span ↓" });
   const line = h(
@@ -30,7 +32,12 @@ export function causeLine(cause, colors, onOrigin) {
         )
       : null,
     never.length ? h("span", { class: "never-ran", text: `${never.join(", ")} never ran` }) : null,
-    h("span", { class: "cause-waste", title: "tokens, cost and time spent after the failure began and in failed branches" }, h("span", { class: "muted", text: "wasted " }), wasteText(cause.wasted || {})),
+    h(
+      "span",
+      { class: "cause-waste", title: `spent after the failure began and in failed branches: ${fmt.int(w.input_tokens || 0)} input → ${fmt.int(w.output_tokens || 0)} output tokens` },
+      h("span", { class: "muted", text: "wasted " }),
+      wasteText(w),
+    ),
     show,
   );
   line.addEventListener("click", (event) => {

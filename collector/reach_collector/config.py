@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from reach_collector.config_values import ConfigError as ConfigError  # re-exported: raised by load()
+from reach_collector.config_values import integer, mapping, number, only, optional_str
+from reach_collector.config_values import parse_duration as parse_duration  # re-exported
 from reach_collector.limits import LIMIT_KEYS, ServerLimits, parse_limits
-from reach_collector.text.durations import DurationError, parse_duration_s
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
@@ -47,10 +49,6 @@ _TOP_LEVEL: Final = frozenset(
     }
 )
 _RULE_DURATIONS: Final = ("for", "window", "keep_firing_for", "after")
-
-
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; the message names the key and the reason."""
 
 
 @dataclass(frozen=True)
@@ -88,24 +86,6 @@ class Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-def parse_duration(value: Any, key: str = "duration") -> float:
-    """``30s`` / ``5m`` / ``1h`` / ``7d`` / ``1w`` / ``250ms`` or a number of seconds → seconds."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a duration like 30s, 5m, 1h, 7d; got {value!r}")
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ConfigError(f"{key}: must not be negative")
-        if not value <= 1e12:  # NaN and infinity too: a number of seconds, not 31 700 years
-            raise ConfigError(f"{key}: expected at most 1e12 seconds; got {value!r:.60}")
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return parse_duration_s(value, key)
-        except DurationError:
-            pass
-    raise ConfigError(f"{key}: expected a duration like 30s, 5m, 1h, 7d; got {value!r:.60}")
-
-
 def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
     """``512MB`` / ``2GiB`` / ``1.5GB`` / ``25%`` (of RAM) or a number of bytes → the size string
     DuckDB takes (``SET memory_limit``); at least 64 MB, a percentage in (0, 100]."""
@@ -128,47 +108,10 @@ def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
     raise ConfigError(expected)
 
 
-def _mapping(value: Any, key: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
-    for k in value:
-        if not isinstance(k, str):
-            raise ConfigError(f"{key}: keys must be strings, got {k!r}")
-    return value
-
-
-def _only(section: Mapping[str, Any], key: str, allowed: set[str]) -> None:
-    for name in section:
-        if name not in allowed:
-            raise ConfigError(f"{key}.{name}: unknown key (expected one of {', '.join(sorted(allowed))})")
-
-
-def _int(value: Any, key: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{key}: expected an integer between {low} and {high}, got {value!r}")
-    return value
-
-
-def _number(value: Any, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ConfigError(f"{key}: expected a non-negative number, got {value!r}")
-    return float(value)
-
-
-def _opt_str(value: Any, key: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{key}: expected a non-empty string or null, got {value!r}")
-    return value
-
-
 def from_mapping(doc: Mapping[str, Any], source: str = "(mapping)") -> Settings:
     """Validate a parsed config document (§10) into Settings."""
     try:
-        return _from_mapping(_mapping(doc, "(top level)"), source)
+        return _from_mapping(mapping(doc, "(top level)"), source)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
 
@@ -178,8 +121,8 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
         if name not in _TOP_LEVEL:
             raise ConfigError(f"{name}: unknown key (expected one of {', '.join(sorted(_TOP_LEVEL))})")
     values: dict[str, Any] = {"source": source}
-    server = _mapping(doc.get("server"), "server")
-    _only(
+    server = mapping(doc.get("server"), "server")
+    only(
         server,
         "server",
         {"host", "port", "grpc_port", "max_body_bytes", "max_row_bytes", "decode_workers", "allowed_hosts"}
@@ -188,46 +131,46 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     if "allowed_hosts" in server:
         values["allowed_hosts"] = _host_names(server["allowed_hosts"], "server.allowed_hosts")
     if "decode_workers" in server:
-        values["decode_workers"] = _int(server["decode_workers"], "server.decode_workers", -1, 64)
+        values["decode_workers"] = integer(server["decode_workers"], "server.decode_workers", -1, 64)
     if "host" in server:
-        values["host"] = _opt_str(server["host"], "server.host") or "127.0.0.1"
+        values["host"] = optional_str(server["host"], "server.host") or "127.0.0.1"
     if "port" in server:
-        values["port"] = _int(server["port"], "server.port", 0, 65535)
+        values["port"] = integer(server["port"], "server.port", 0, 65535)
     if "grpc_port" in server:
-        values["grpc_port"] = _int(server["grpc_port"], "server.grpc_port", 0, 65535)
+        values["grpc_port"] = integer(server["grpc_port"], "server.grpc_port", 0, 65535)
     if "max_body_bytes" in server:
-        values["max_body_bytes"] = _int(server["max_body_bytes"], "server.max_body_bytes", 1024, 2**31)
+        values["max_body_bytes"] = integer(server["max_body_bytes"], "server.max_body_bytes", 1024, 2**31)
     if "max_row_bytes" in server:
-        values["max_row_bytes"] = _int(server["max_row_bytes"], "server.max_row_bytes", 1024, 2**40)
+        values["max_row_bytes"] = integer(server["max_row_bytes"], "server.max_row_bytes", 1024, 2**40)
     values["limits"] = parse_limits(server, values.get("max_body_bytes", DEFAULT_MAX_BODY))
-    storage = _mapping(doc.get("storage"), "storage")
-    _only(storage, "storage", {"db", "retention", "memory_limit", "threads"})
+    storage = mapping(doc.get("storage"), "storage")
+    only(storage, "storage", {"db", "retention", "memory_limit", "threads"})
     if "db" in storage:
-        values["db"] = check_db(_opt_str(storage["db"], "storage.db") or DEFAULT_DB, "storage.db")
+        values["db"] = check_db(optional_str(storage["db"], "storage.db") or DEFAULT_DB, "storage.db")
     if "retention" in storage:
         values["retention_s"] = parse_duration(storage["retention"], "storage.retention")
     if "memory_limit" in storage:
         values["memory_limit"] = parse_memory_limit(storage["memory_limit"], "storage.memory_limit")
     if "threads" in storage:
         threads = storage["threads"]
-        values["threads"] = None if threads is None else _int(threads, "storage.threads", 1, 64)
-    auth = _mapping(doc.get("auth"), "auth")
-    _only(auth, "auth", {"ingest_token", "query_token"})
-    values["ingest_token"] = _opt_str(auth.get("ingest_token"), "auth.ingest_token")
-    values["query_token"] = _opt_str(auth.get("query_token"), "auth.query_token")
+        values["threads"] = None if threads is None else integer(threads, "storage.threads", 1, 64)
+    auth = mapping(doc.get("auth"), "auth")
+    only(auth, "auth", {"ingest_token", "query_token"})
+    values["ingest_token"] = optional_str(auth.get("ingest_token"), "auth.ingest_token")
+    values["query_token"] = optional_str(auth.get("query_token"), "auth.query_token")
     if "time_zone" in doc:
         values["time_zone"] = parse_zone(doc["time_zone"])
-    values["prices"] = _prices(_mapping(doc.get("prices"), "prices"))
+    values["prices"] = _prices(mapping(doc.get("prices"), "prices"))
     sections: dict[str, Any] = {}
     if "alerting" in doc:
-        sections["alerting"] = _alerting(_mapping(doc["alerting"], "alerting"))
+        sections["alerting"] = _alerting(mapping(doc["alerting"], "alerting"))
     for name in ("users", "schedules", "escalation_policies", "routing", "owners"):
         if name in doc:
-            sections[name] = _mapping(doc[name], name)
+            sections[name] = mapping(doc[name], name)
     for user, spec in sections.get("users", {}).items():
-        spec = _mapping(spec, f"users.{user}")
+        spec = mapping(spec, f"users.{user}")
         if "webhook" in spec:
-            _opt_str(spec["webhook"], f"users.{user}.webhook")
+            optional_str(spec["webhook"], f"users.{user}.webhook")
     values["sections"] = sections
     return Settings(**values)
 
@@ -246,9 +189,9 @@ def parse_zone(value: Any, key: str = "time_zone") -> str:
 def _prices(prices: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for model, spec in prices.items():
-        spec = _mapping(spec, f"prices.{model}")
-        _only(spec, f"prices.{model}", {"input", "output"})
-        out[model] = {k: _number(v, f"prices.{model}.{k}") for k, v in spec.items()}
+        spec = mapping(spec, f"prices.{model}")
+        only(spec, f"prices.{model}", {"input", "output"})
+        out[model] = {k: number(v, f"prices.{model}.{k}") for k, v in spec.items()}
     return out
 
 
@@ -258,11 +201,11 @@ def _alerting(alerting: Mapping[str, Any]) -> Mapping[str, Any]:
             parse_duration(alerting[key], f"alerting.{key}")
     for key in ("registry", "alertmanager_url"):
         if key in alerting:
-            _opt_str(alerting[key], f"alerting.{key}")
-    for agent, ms in _mapping(alerting.get("thresholds"), "alerting.thresholds").items():
-        _number(ms, f"alerting.thresholds.{agent}")
-    for rule, spec in _mapping(alerting.get("rules"), "alerting.rules").items():
-        spec = _mapping(spec, f"alerting.rules.{rule}")
+            optional_str(alerting[key], f"alerting.{key}")
+    for agent, ms in mapping(alerting.get("thresholds"), "alerting.thresholds").items():
+        number(ms, f"alerting.thresholds.{agent}")
+    for rule, spec in mapping(alerting.get("rules"), "alerting.rules").items():
+        spec = mapping(spec, f"alerting.rules.{rule}")
         for key in _RULE_DURATIONS:
             if key in spec:
                 parse_duration(spec[key], f"alerting.rules.{rule}.{key}")
@@ -314,7 +257,7 @@ def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:
         changes["db"] = check_db(env["REACH_COLLECTOR_DB"], "REACH_COLLECTOR_DB")
     if env.get("REACH_COLLECTOR_PORT"):
         try:
-            changes["port"] = _int(int(env["REACH_COLLECTOR_PORT"]), "REACH_COLLECTOR_PORT", 0, 65535)
+            changes["port"] = integer(int(env["REACH_COLLECTOR_PORT"]), "REACH_COLLECTOR_PORT", 0, 65535)
         except ValueError:
             raise ConfigError(
                 f"REACH_COLLECTOR_PORT: expected a port number, got {env['REACH_COLLECTOR_PORT']!r}"

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from reach_collector.config_values import ConfigError, integer, parse_duration
+
 __all__ = ["LIMIT_KEYS", "ServerLimits", "parse_limits"]
 
 LIMIT_KEYS: Final = frozenset(
@@ -57,8 +59,6 @@ class ServerLimits:
 def parse_limits(server: Mapping[str, Any], max_body_bytes: int) -> ServerLimits:
     """The limit keys of a ``server:`` section (the others are the caller's); raises ConfigError
     naming ``server.<key>``."""
-    from reach_collector.config import ConfigError, _int, parse_duration
-
     values: dict[str, Any] = {}
     for key, low, high in (
         ("max_connections", 1, 1_000_000),
@@ -66,7 +66,7 @@ def parse_limits(server: Mapping[str, Any], max_body_bytes: int) -> ServerLimits
         ("grpc_max_concurrent_rpcs", 1, 100_000),
     ):
         if key in server:
-            values[key] = _int(server[key], f"server.{key}", low, high)
+            values[key] = integer(server[key], f"server.{key}", low, high)
     for key in _DURATION_KEYS:
         if key in server:
             seconds = parse_duration(server[key], f"server.{key}")
@@ -76,7 +76,7 @@ def parse_limits(server: Mapping[str, Any], max_body_bytes: int) -> ServerLimits
                 )
             values[f"{key}_s"] = seconds
     if server.get("max_inflight_bytes") is not None:
-        inflight = _int(server["max_inflight_bytes"], "server.max_inflight_bytes", 1024, 1 << 40)
+        inflight = integer(server["max_inflight_bytes"], "server.max_inflight_bytes", 1024, 1 << 40)
         if inflight < max_body_bytes:  # else a body of the largest size could never be read
             raise ConfigError(
                 f"server.max_inflight_bytes: must be at least server.max_body_bytes ({max_body_bytes}), "

@@ -7,6 +7,7 @@ import pytest
 from alerting_fakes import MIN, T0, ScriptedData
 
 from reach_collector.alerting.config import WORKBOOK_WINDOWS, load_alerting
+from reach_collector.alerting.evaluation.build import build_rules
 from reach_collector.alerting.evaluation.evaluator import Evaluator
 from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
 from reach_collector.alerting.rules import (
@@ -15,7 +16,6 @@ from reach_collector.alerting.rules import (
     LatencyRule,
     SuccessRateRule,
     agent_statuses,
-    build_rules,
 )
 
 

@@ -9,11 +9,11 @@ import pytest
 from alerting_fakes import MIN, T0, FakeClock, RecordingSender, ScriptedData
 
 from reach_collector.alerting.config import load_alerting
+from reach_collector.alerting.evaluation.build import build_rules
 from reach_collector.alerting.evaluation.engine import AlertEngine
 from reach_collector.alerting.evaluation.history import MemoryHistory
 from reach_collector.alerting.evaluation.replay import parse_replay_request, replay
 from reach_collector.alerting.inputs.data import AgentWindowStats, Heartbeat
-from reach_collector.alerting.rules import build_rules
 
 
 def history() -> ScriptedData:

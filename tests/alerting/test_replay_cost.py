@@ -18,9 +18,9 @@ from collector_process import CollectorProcess
 from test_alerts_cli import run as run_cli
 
 from reach_collector.alerting import load_alerting
+from reach_collector.alerting.evaluation.build import build_rules
 from reach_collector.alerting.evaluation.replay import MAX_EVALUATIONS, ReplayCancelled, replay, replay_steps
 from reach_collector.alerting.evaluation.state import iso
-from reach_collector.alerting.rules import build_rules
 from reach_collector.config import ConfigError, parse_duration
 
 

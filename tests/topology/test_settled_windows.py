@@ -20,9 +20,9 @@ from servers import ServerThread
 from topology_helpers import App
 
 from reach_collector.alerting.config import from_settings
+from reach_collector.alerting.evaluation.build import build_rules
 from reach_collector.alerting.evaluation.replay import replay
 from reach_collector.alerting.inputs.store_data import StoreAlertData
-from reach_collector.alerting.rules import build_rules
 from reach_collector.app import create_app
 from reach_collector.config import from_mapping
 from reach_collector.query import topology

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from reach_collector.alerting import from_settings
-from reach_collector.alerting.rules import build_rules
+from reach_collector.alerting.evaluation.build import build_rules
 from reach_collector.config import load
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()

@@ -7,13 +7,10 @@ from datetime import date, datetime, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from reach_collector import config as _config
-from reach_collector.config import ConfigError, parse_duration
+from reach_collector.config_values import ConfigError, parse_duration
+from reach_collector.config_values import mapping as mapping  # re-exported: the same readers everywhere
+from reach_collector.config_values import only as only  # re-exported
 from reach_collector.text.redact_url import redact_url
-
-# The collector's own validators, shared so every config error reads the same way.
-mapping = _config._mapping
-only = _config._only
 
 
 def required(section: Mapping[str, Any], key: str, names: tuple[str, ...]) -> None:

@@ -11,9 +11,9 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, required, url
+from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, url
 from reach_collector.alerting.oncall.config import (
     DEFAULT_ROUTING,
     EscalationPolicy,
@@ -28,12 +28,20 @@ from reach_collector.alerting.oncall.config import (
     parse_user,
 )
 from reach_collector.alerting.oncall.rotation import Schedule
+from reach_collector.alerting.rules.budget import BudgetRuleConfig, parse_budget
+from reach_collector.alerting.rules.drift import DriftRuleConfig, parse_drift
+from reach_collector.alerting.rules.edge_slo import EdgeSLORuleConfig, parse_edge_slo
+from reach_collector.alerting.rules.spec import (
+    HEARTBEAT,
+    LATENCY,
+    SEVERITIES,
+    SUCCESS_RATE,
+    WORKBOOK_WINDOWS,
+    BurnWindow,
+    parse_windows,
+    severity,
+)
 from reach_collector.config import ConfigError, Settings, parse_zone
-
-if TYPE_CHECKING:  # the rule modules import this one: their configs are read lazily (_rule_types)
-    from reach_collector.alerting.rules.budget import BudgetRuleConfig
-    from reach_collector.alerting.rules.drift import DriftRuleConfig
-    from reach_collector.alerting.rules.edge_slo import EdgeSLORuleConfig
 
 __all__ = [
     "SEVERITIES",
@@ -54,11 +62,7 @@ __all__ = [
     "parse_windows",
 ]
 
-SEVERITIES: Final = ("P0", "P1", "P2")
 _LABEL: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a Prometheus label name
-SUCCESS_RATE: Final = "ReachSuccessRateLow"
-LATENCY: Final = "ReachP99LatencyHigh"
-HEARTBEAT: Final = "ReachAgentHeartbeatLost"
 
 
 @dataclass(frozen=True)
@@ -88,21 +92,6 @@ class HeartbeatRuleConfig:
     after_s: float = 60.0
     keep_firing_for_s: float = 0.0
     enabled: bool = True
-
-
-@dataclass(frozen=True)
-class BurnWindow:
-    long_s: float
-    short_s: float
-    factor: float
-
-
-# SRE Workbook, table 5-8: 2% of a 30-day budget in 1h, 5% in 6h, 10% in 3d.
-WORKBOOK_WINDOWS: Final = (
-    BurnWindow(3600.0, 300.0, 14.4),
-    BurnWindow(6 * 3600.0, 1800.0, 6.0),
-    BurnWindow(3 * 86400.0, 6 * 3600.0, 1.0),
-)
 
 
 @dataclass(frozen=True)
@@ -378,44 +367,8 @@ def _burn_rate(name: str, spec: Mapping[str, Any], key: str) -> BurnRateRuleConf
     )
 
 
-def severity(spec: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...] = SEVERITIES) -> str:
-    """A rule's ``severity`` (routing is by severity; one with no route pages nobody)."""
-    value = spec.get("severity", default)
-    if value not in allowed:
-        raise ConfigError(f"{key}.severity: expected one of {', '.join(allowed)}, got {value!r}")
-    return str(value)
-
-
-def parse_windows(
-    spec: Mapping[str, Any], key: str, default: tuple[BurnWindow, ...]
-) -> tuple[BurnWindow, ...]:
-    """``windows: [{long, short, factor}, ...]`` of a burn-rate rule (default: the workbook's)."""
-    if "windows" not in spec:
-        return default
-    if not isinstance(spec["windows"], list) or not spec["windows"]:
-        raise ConfigError(f"{key}.windows: expected a non-empty list of {{long, short, factor}}")
-    parsed = []
-    for i, window in enumerate(spec["windows"]):
-        wkey = f"{key}.windows[{i}]"
-        window = mapping(window, wkey)
-        only(window, wkey, {"long", "short", "factor"})
-        required(window, wkey, ("long", "short", "factor"))
-        parsed.append(
-            BurnWindow(
-                duration(window, "long", wkey, 0, positive=True),
-                duration(window, "short", wkey, 0, positive=True),
-                number(window, "factor", wkey, 0, 1e-9, 1e6),
-            )
-        )
-    return tuple(parsed)
-
-
 def _rule_types() -> dict[str, Callable[[str, Mapping[str, Any], str], Any]]:
     """``type:`` → the parser of that rule's config (each rule module owns its own)."""
-    from reach_collector.alerting.rules.budget import parse_budget
-    from reach_collector.alerting.rules.drift import parse_drift
-    from reach_collector.alerting.rules.edge_slo import parse_edge_slo
-
     return {
         "burn_rate": _burn_rate,
         "edge_slo": parse_edge_slo,

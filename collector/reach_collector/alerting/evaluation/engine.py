@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from reach_collector.alerting.config import AlertingSetup, from_settings
+from reach_collector.alerting.evaluation.build import build_rules
 from reach_collector.alerting.evaluation.cause_notes import CauseFinder, CauseNotes
 from reach_collector.alerting.evaluation.evaluator import Evaluator
 from reach_collector.alerting.evaluation.history import Acknowledgement, AlertHistory, MemoryHistory
@@ -28,7 +29,7 @@ from reach_collector.alerting.notify.pipeline import NotificationPipeline
 from reach_collector.alerting.notify.pusher import AlertmanagerPusher
 from reach_collector.alerting.notify.webhook import HttpSender, Sender
 from reach_collector.alerting.oncall.rotation import oncall_report
-from reach_collector.alerting.rules import Rule, agent_statuses, build_rules
+from reach_collector.alerting.rules import Rule, agent_statuses
 from reach_collector.config import Settings
 
 __all__ = ["STATE_VALUES", "AckResult", "AlertEngine", "build_engine"]

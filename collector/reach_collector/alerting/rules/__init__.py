@@ -2,11 +2,11 @@
 (``burn_rate``), and the topology rule types of SPEC §15 (``edge_slo``, ``budget``, ``drift``).
 Each is a pure query ``samples(now, data)`` returning what breaches (``base.Rule``), and says where
 its data shows: ``generator_path`` (over the rule's window) and ``trace_search`` (the failing
-traces of one alert, linked from its pages). ``build_rules`` makes the enabled ones from config.
+traces of one alert, linked from its pages). ``spec`` is what their configuration is made of;
+``evaluation.build.build_rules`` makes the enabled ones from the validated config.
 """
 
 from reach_collector.alerting.rules.base import Rule
-from reach_collector.alerting.rules.build import build_rules
 from reach_collector.alerting.rules.burn_rate import BurnRateRule, burning
 from reach_collector.alerting.rules.golden import (
     HeartbeatLostRule,
@@ -22,6 +22,5 @@ __all__ = [
     "Rule",
     "SuccessRateRule",
     "agent_statuses",
-    "build_rules",
     "burning",
 ]

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from reach_collector.alerting._checks import duration, flag, number, only
-from reach_collector.alerting.config import SEVERITIES, severity
 from reach_collector.alerting.evaluation.state import Sample, iso
+from reach_collector.alerting.rules.spec import SEVERITIES, severity
 from reach_collector.config import ConfigError
 from reach_collector.text.durations import format_duration_s
 

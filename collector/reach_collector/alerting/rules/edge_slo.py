@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reach_collector.alerting._checks import count, duration, flag, number, only
-from reach_collector.alerting.config import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
 from reach_collector.alerting.evaluation.state import Sample
 from reach_collector.alerting.rules.base import since_breach
 from reach_collector.alerting.rules.burn_rate import burning
+from reach_collector.alerting.rules.spec import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
 from reach_collector.text.durations import format_duration_s
 
 __all__ = ["EdgeData", "EdgeSLORule", "EdgeSLORuleConfig", "parse_edge_slo"]

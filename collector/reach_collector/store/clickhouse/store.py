@@ -16,9 +16,9 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import reach_collector.store.clickhouse.reads as reads
 from reach_collector.store.alert_tables import open_episode_keys
 from reach_collector.store.base import TraceFilter, WriteProfile
-from reach_collector.store.clickhouse import reads
 from reach_collector.store.clickhouse.bind import bind
 from reach_collector.store.clickhouse.convert import insert_columns
 from reach_collector.store.clickhouse.driver import Backend, DriverBackend

@@ -26,6 +26,7 @@ from reach_collector.api.alerts import alerts_router
 from reach_collector.api.auth import AuthMiddleware
 from reach_collector.api.body_deadline import BodyDeadline
 from reach_collector.api.causes import causes_router
+from reach_collector.api.conversations import conversations_router
 from reach_collector.api.evaluations import evaluations_router
 from reach_collector.api.fence import SiteFence
 from reach_collector.api.heartbeats import heartbeats_router
@@ -169,6 +170,7 @@ def create_app(
     app.include_router(metrics_endpoint(exposition))
     app.include_router(heartbeats_router(store, writer, engine, exposition, clock))
     app.include_router(evaluations_router(store, app.state.ingest, clock))
+    app.include_router(conversations_router(store, clock, settings.prices))
     app.include_router(alerts_router(engine, history))
     app.include_router(oncall_router(engine))
     app.include_router(ui.ui_router())

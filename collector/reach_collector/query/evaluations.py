@@ -41,6 +41,7 @@ LOOKBACK_NS: Final = 86_400 * 1_000_000_000
 MAX_PER_TRACE: Final = 10_000  # evaluations the trace view shows per trace
 _CHUNK: Final = 1000  # ids bound in one IN list
 _LLM: Final = tuple(sc.LLM_OPERATIONS)
+Subquery = tuple[str, Sequence[Any]]  # SQL selecting trace ids, and its parameters
 _EVAL_COLUMNS: Final = "trace_id, span_id, response_id, name, score, label, explanation, time_ns, source"
 
 
@@ -79,52 +80,75 @@ def _by_response(store: TraceStore, response_ids: Sequence[str], since_ns: int) 
     return {rid: key for rid, (_, key) in found.items()}
 
 
-def _walk_rows(store: TraceStore, trace_ids: Sequence[str], since_ns: int) -> list[tuple[Any, ...]]:
-    """Every span of these traces that ended after ``since_ns``: the walk's columns, model, start."""
+def _walk_rows(
+    store: TraceStore, trace_ids: Sequence[str], since_ns: int, source: Subquery | None = None
+) -> list[tuple[Any, ...]]:
+    """Every span of these traces (or of those ``source`` selects, in one scan) that ended after
+    ``since_ns``: the walk's columns, model, start."""
+    columns = f"SELECT {', '.join(WALK_COLUMNS)}, model, start_ns FROM spans WHERE end_ns >= ?"
+    if source is not None:
+        return store.query(f"{columns} AND trace_id IN ({source[0]})", [since_ns, *source[1]])
     rows: list[tuple[Any, ...]] = []
     for chunk in _chunks(sorted(trace_ids)):
-        rows += store.query(
-            f"SELECT {', '.join(WALK_COLUMNS)}, model, start_ns FROM spans "
-            f"WHERE end_ns >= ? AND trace_id IN ({_marks(len(chunk))})",
-            [since_ns, *chunk],
-        )
+        rows += store.query(f"{columns} AND trace_id IN ({_marks(len(chunk))})", [since_ns, *chunk])
     return rows
 
 
+class _Spans:
+    """The spans read for a walk, indexed: each span's model, each trace's root."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.models: dict[Key, str | None] = {}
+        self.roots: dict[str, tuple[int, str]] = {}
+        self.traces: set[str] = set()
+
+    def add(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.rows += rows
+        for trace_id, span_id, parent, _op, _agent, model, start_ns in rows:
+            self.models[(trace_id, span_id)] = model
+            self.traces.add(trace_id)
+            if parent is None and (trace_id not in self.roots or (start_ns, span_id) < self.roots[trace_id]):
+                self.roots[trace_id] = (start_ns, span_id)
+
+
 def owners_of(
-    store: TraceStore, evaluations: Sequence[tuple[str | None, str | None, str | None]], since_ns: int
+    store: TraceStore,
+    evaluations: Sequence[tuple[str | None, str | None, str | None]],
+    since_ns: int,
+    source: Subquery | None = None,
 ) -> list[Evaluated]:
     """For each ``(trace_id, span_id, response_id)``: the span it evaluates among the spans that
     ended after ``since_ns``, and that span's agent (its own, else its nearest agent ancestor's)
-    and model."""
-    responses = _by_response(store, sorted({r for t, s, r in evaluations if r}), since_ns)
-    traces = {t for t, _, _ in evaluations if t} | {key[0] for key in responses.values()}
-    rows = _walk_rows(store, sorted(traces), since_ns)
-    models: dict[Key, str | None] = {}
-    roots: dict[str, tuple[int, str]] = {}
-    for trace_id, span_id, parent, _op, _agent, model, start_ns in rows:
-        models[(trace_id, span_id)] = model
-        if parent is None and (trace_id not in roots or (start_ns, span_id) < roots[trace_id]):
-            roots[trace_id] = (start_ns, span_id)
-    spans: list[Key | None] = []
-    for trace_id, span_id, response_id in evaluations:
-        key: Key | None = None
-        if trace_id and span_id and (trace_id, span_id) in models:
-            key = (trace_id, span_id)
-        elif response_id and response_id in responses:
-            key = responses[response_id]
-        elif trace_id and not span_id and trace_id in roots:
-            key = (trace_id, roots[trace_id][1])
-        spans.append(key)
-    starts = [key for key in spans if key is not None]
-    walked = iter(walk_up(spans_table([r[: len(WALK_COLUMNS)] for r in rows]), starts))
+    and model. ``source``: an SQL subquery (and its parameters) selecting the evaluations' trace
+    ids, read in one scan instead of as lists of ids. Response ids are looked up only for the
+    evaluations their ids do not place."""
+    spans = _Spans()
+    spans.add(_walk_rows(store, sorted({t for t, _, _ in evaluations if t}), since_ns, source))
+    keys: list[Key | None] = [
+        (t, s) if t and s and (t, s) in spans.models else None for t, s, _ in evaluations
+    ]
+    wanted = sorted({r for key, (_, _, r) in zip(keys, evaluations, strict=True) if key is None and r})
+    responses = _by_response(store, wanted, since_ns)
+    more = sorted({key[0] for key in responses.values()} - spans.traces)
+    if more:
+        spans.add(_walk_rows(store, more, since_ns))
+    for i, (trace_id, span_id, response_id) in enumerate(evaluations):
+        if keys[i] is not None:
+            continue
+        if response_id and response_id in responses and responses[response_id] in spans.models:
+            keys[i] = responses[response_id]
+        elif trace_id and not span_id and trace_id in spans.roots:
+            keys[i] = (trace_id, spans.roots[trace_id][1])
+    starts = [key for key in keys if key is not None]
+    walked = iter(walk_up(spans_table([r[: len(WALK_COLUMNS)] for r in spans.rows]), starts))
     out: list[Evaluated] = []
-    for key in spans:
+    for key in keys:
         if key is None:
             out.append(Evaluated(None, None, None))
             continue
         owner, _ = next(walked)
-        out.append(Evaluated(key, owner, models.get(key)))
+        out.append(Evaluated(key, owner, spans.models.get(key)))
     return out
 
 
@@ -217,15 +241,15 @@ def quality(store: TraceStore, now_ns: int, window_s: float, by: str = "agent") 
     if by not in BY_VALUES:
         raise ValueError(f"by must be one of {', '.join(BY_VALUES)}; got {by[:40]!r}")
     lo = now_ns - int(window_s * 1_000_000_000)
+    window = "FROM evaluations WHERE time_ns > ? AND time_ns <= ?"
     found = store.query(
-        "SELECT trace_id, span_id, response_id, name, score, label FROM evaluations "
-        "WHERE time_ns > ? AND time_ns <= ? ORDER BY time_ns",
-        [lo, now_ns],
+        f"SELECT trace_id, span_id, response_id, name, score, label {window} ORDER BY time_ns", [lo, now_ns]
     )
     if by == "evaluation":
         keys: list[str | None] = [row[3] for row in found]
     else:
-        landed = owners_of(store, [(t, s, r) for t, s, r, *_ in found], lo - LOOKBACK_NS)
+        traces = (f"SELECT trace_id {window} AND trace_id IS NOT NULL", [lo, now_ns])
+        landed = owners_of(store, [(t, s, r) for t, s, r, *_ in found], lo - LOOKBACK_NS, traces)
         keys = [e.agent if by == "agent" else e.model for e in landed]
     groups: dict[str | None, list[Any]] = {}
     for key, (*_, score, label) in zip(keys, found, strict=True):

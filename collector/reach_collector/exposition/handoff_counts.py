@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reach_collector.query.handoff_outcome import NO_OUTCOME, from_target, is_recorded, next_run
+from reach_collector.query.trace_rows import rows_of_traces
 from reach_collector.store.base import TraceStore
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
@@ -54,7 +55,6 @@ _HANDOFF_COLUMNS: Final = (
     "attributes",
 )
 _AGENT_COLUMNS: Final = ("trace_id", "agent", "start_ns", "span_id", "status_code")
-_TRACES_PER_QUERY: Final = 2000  # keeps a lookup's SQL under the servers' query size limits
 
 
 class _Pending:
@@ -216,14 +216,12 @@ class HandoffCounts:
         assert self._store is not None
         traces = sorted({p.trace for p in handoffs})
         runs: dict[tuple[str, str], list[tuple[int, str, int]]] = {}
-        for i in range(0, len(traces), _TRACES_PER_QUERY):
-            chunk = traces[i : i + _TRACES_PER_QUERY]
-            for trace, agent, start, span_id, code in self._store.query(
-                f"SELECT {', '.join(_AGENT_COLUMNS)} FROM spans WHERE operation = ? AND end_ns >= ?"
-                f" AND trace_id IN ({', '.join('?' * len(chunk))})",
-                [sc.OP_AGENT, min(p.start for p in handoffs), *chunk],
-            ):
-                runs.setdefault((trace, agent), []).append((int(start), span_id, int(code)))
+        since = min(p.start for p in handoffs)
+        found = rows_of_traces(
+            self._store, _AGENT_COLUMNS, traces, ended_since_ns=since, operation=sc.OP_AGENT
+        )
+        for trace, agent, start, span_id, code in found:
+            runs.setdefault((trace, agent), []).append((int(start), span_id, int(code)))
         for spans in runs.values():
             spans.sort()
         out = []

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from reach_collector.exposition.batch_stats import DURATION_BUCKETS
 from reach_collector.query.owners import WALK_COLUMNS, Key, SpanBatch, np_bool, spans_table, walk_up
+from reach_collector.query.trace_rows import rows_of_traces
 from reach_collector.store.base import TraceStore
 from reach_otel import semconv as sc
 
@@ -80,9 +81,6 @@ class _Pending:
         self.key, self.start, self.calls = key, start, calls
         self.deadline = self.keyed = 0.0
         self.looked = self.done = False
-
-
-_TRACES_PER_QUERY: Final = 2000  # keeps a lookup's SQL under the servers' query size limits
 
 
 class LLMOwners:
@@ -299,12 +297,5 @@ class LLMOwners:
         # An ancestor ends after its descendant starts (or not long before): the rest is skipped.
         since = min(p.start for p in walks) - int(self._timeout * 1e9)
         traces = sorted({p.key[0] for p in walks})
-        rows: list[tuple[Any, ...]] = []
-        for i in range(0, len(traces), _TRACES_PER_QUERY):
-            chunk = traces[i : i + _TRACES_PER_QUERY]
-            rows += self._store.query(
-                f"SELECT {', '.join(WALK_COLUMNS)} FROM spans WHERE end_ns >= ?"
-                f" AND trace_id IN ({', '.join('?' * len(chunk))})",
-                [since, *chunk],
-            )
+        rows = rows_of_traces(self._store, WALK_COLUMNS, traces, ended_since_ns=since)
         return walk_up(spans_table(rows), [p.key for p in walks])

@@ -132,7 +132,7 @@ export async function render(root, ctx) {
         "tr",
         { class: `st-${a.state}`, "data-fingerprint": String(a.fingerprint) },
         h("td", null, h("span", { class: `pill sev-${String(a.severity).toLowerCase()}`, text: String(a.severity ?? "") })),
-        h("td", null, h("div", { class: "alertname", text: String(a.alertname ?? "") }), h("div", { class: "muted small", text: String(a.annotations?.summary ?? "") }), alertCause(a), tracesLink(a)),
+        h("td", { class: "alert-cell" }, h("div", { class: "alertname", text: String(a.alertname ?? "") }), h("div", { class: "muted small", text: String(a.annotations?.summary ?? "") }), alertCause(a), tracesLink(a)),
         h("td", null, labels(a.labels)),
         h("td", null, h("span", { class: `pill state-${a.state}`, text: String(a.state ?? "") })),
         h("td", { class: "nowrap", title: String(a.active_at ?? "") }, fmt.time(a.active_at)),

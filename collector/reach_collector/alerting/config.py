@@ -31,6 +31,7 @@ from reach_collector.alerting.oncall.rotation import Schedule
 from reach_collector.alerting.rules.budget import BudgetRuleConfig, parse_budget
 from reach_collector.alerting.rules.drift import DriftRuleConfig, parse_drift
 from reach_collector.alerting.rules.edge_slo import EdgeSLORuleConfig, parse_edge_slo
+from reach_collector.alerting.rules.quality import QualityRuleConfig, parse_quality
 from reach_collector.alerting.rules.spec import (
     HEARTBEAT,
     LATENCY,
@@ -124,6 +125,7 @@ class AlertingConfig:
     edge_slos: tuple[EdgeSLORuleConfig, ...] = ()
     budgets: tuple[BudgetRuleConfig, ...] = ()
     drifts: tuple[DriftRuleConfig, ...] = ()
+    qualities: tuple[QualityRuleConfig, ...] = ()
     repeat_s: float = 1800.0
     alertmanager_url: str | None = None
     # Pages grouped as Alertmanager groups them (grouping.py). group_wait 0: the alerts one evaluation
@@ -273,6 +275,7 @@ def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:
         edge_slos=tuple(typed.get("edge_slo", ())),
         budgets=tuple(typed.get("budget", ())),
         drifts=tuple(typed.get("topology_drift", ())),
+        qualities=tuple(typed.get("quality", ())),
         repeat_s=duration(spec, "repeat", key, 1800.0),
         alertmanager_url=url(spec.get("alertmanager_url"), f"{key}.alertmanager_url"),
         evaluate=flag(spec, "evaluate", key, True),
@@ -374,4 +377,5 @@ def _rule_types() -> dict[str, Callable[[str, Mapping[str, Any], str], Any]]:
         "edge_slo": parse_edge_slo,
         "budget": parse_budget,
         "topology_drift": parse_drift,
+        "quality": parse_quality,
     }

@@ -9,6 +9,7 @@ from reach_collector.alerting.rules.burn_rate import BurnRateRule
 from reach_collector.alerting.rules.drift import DriftRule
 from reach_collector.alerting.rules.edge_slo import EdgeSLORule
 from reach_collector.alerting.rules.golden import HeartbeatLostRule, LatencyRule, SuccessRateRule
+from reach_collector.alerting.rules.quality import QualityRule
 
 __all__ = ["build_rules"]
 
@@ -37,6 +38,7 @@ def build_rules(config: AlertingConfig) -> list[Rule]:
     rules.extend(EdgeSLORule(c) for c in config.edge_slos if c.enabled)
     rules.extend(r for c in config.budgets if c.enabled for r in budget_rules(c))
     rules.extend(DriftRule(c) for c in config.drifts if c.enabled)
+    rules.extend(QualityRule(c) for c in config.qualities if c.enabled)
     return rules
 
 

@@ -1,0 +1,160 @@
+"""The quality SLO (``type: quality``, SPEC §18): an objective on how an agent's answers are judged —
+the share of an evaluation's verdicts that are good (a label in ``good_labels``, or a score of at
+least ``min_score``) — alerted on with the burn-rate rule's multi-window multi-burn-rate test
+(``rules.burning``), paging the **owner of the agent** whose span was evaluated. Status codes play
+no part: an agent that answers every question wrongly, politely and without raising, burns it.
+
+An evaluation belongs to the agent of its span, or of its nearest agent ancestor
+(``query.judged``). A window with fewer than ``min_evaluations`` verdicts is no data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from reach_collector.alerting._checks import count, duration, flag, names, number, only, required
+from reach_collector.alerting.evaluation.state import Sample
+from reach_collector.alerting.rules.base import since_breach
+from reach_collector.alerting.rules.burn_rate import burning
+from reach_collector.alerting.rules.spec import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
+from reach_collector.config_values import ConfigError
+from reach_collector.query.judged import Verdict
+from reach_collector.text.durations import format_duration_s
+
+__all__ = ["QualityData", "QualityRule", "QualityRuleConfig", "is_good", "parse_quality"]
+
+
+@dataclass(frozen=True)
+class QualityRuleConfig:
+    name: str
+    evaluation: str = ""
+    good_labels: tuple[str, ...] = ()
+    min_score: float | None = None
+    objective: float = 0.95
+    severity: str = "P1"
+    windows: tuple[BurnWindow, ...] = WORKBOOK_WINDOWS
+    min_evaluations: int = 5
+    for_s: float = 0.0
+    keep_firing_for_s: float = 0.0
+    enabled: bool = True
+
+
+def parse_quality(name: str, spec: Mapping[str, Any], key: str) -> QualityRuleConfig:
+    only(
+        spec,
+        key,
+        {
+            "type", "evaluation", "good_labels", "min_score", "objective", "severity", "windows",
+            "min_evaluations", "for", "keep_firing_for", "enabled",
+        },
+    )  # fmt: skip
+    required(spec, key, ("evaluation",))
+    evaluation = spec["evaluation"]
+    if not isinstance(evaluation, str) or not evaluation.strip():
+        raise ConfigError(f"{key}.evaluation: expected the evaluation's name, got {evaluation!r}")
+    if ("good_labels" in spec) == ("min_score" in spec):
+        raise ConfigError(f"{key}: give good_labels (the labels judged good) or min_score, one of them")
+    good = names(spec["good_labels"], f"{key}.good_labels") if "good_labels" in spec else ()
+    if "good_labels" in spec and not good:
+        raise ConfigError(f"{key}.good_labels: expected at least one label")
+    d = QualityRuleConfig(name)
+    return QualityRuleConfig(
+        name=name,
+        evaluation=evaluation,
+        good_labels=good,
+        min_score=number(spec, "min_score", key, 0.0, -1e12, 1e12) if "min_score" in spec else None,
+        objective=number(spec, "objective", key, d.objective, 0.0, 0.999999),
+        severity=severity(spec, key, d.severity),
+        windows=parse_windows(spec, key, d.windows),
+        min_evaluations=count(spec, "min_evaluations", key, d.min_evaluations),
+        for_s=duration(spec, "for", key, d.for_s),
+        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
+        enabled=flag(spec, "enabled", key, d.enabled),
+    )
+
+
+def is_good(verdict: Verdict, good_labels: Sequence[str], min_score: float | None) -> bool:
+    """A verdict is good when its label is one of ``good_labels`` (when given), else when its
+    score is at least ``min_score``; one with neither is not good."""
+    score, label = verdict
+    if good_labels:
+        return label in good_labels
+    return min_score is not None and score is not None and score >= min_score
+
+
+class QualityData(Protocol):
+    """What the rule reads (``StoreAlertData`` answers it)."""
+
+    def judged(self, now: float, window_s: float, name: str) -> Mapping[str, list[Verdict]]: ...
+
+
+@dataclass(frozen=True)
+class QualityRule:
+    config: QualityRuleConfig
+    owner_label: ClassVar[str | None] = "agent"  # the agent whose answers were judged
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def severity(self) -> str:
+        return self.config.severity
+
+    @property
+    def for_s(self) -> float:
+        return self.config.for_s
+
+    @property
+    def keep_firing_for_s(self) -> float:
+        return self.config.keep_firing_for_s
+
+    @property
+    def window_s(self) -> float:
+        return min((w.long_s for w in self.config.windows), default=3600.0)
+
+    @property
+    def generator_path(self) -> str:
+        return f"/api/metrics/quality?window={format_duration_s(self.window_s)}&by=agent"
+
+    def trace_search(self, labels: Mapping[str, str], active_at: float) -> dict[str, str] | None:
+        """The agent's traces since the window that first breached (its judged answers among them)."""
+        agent = labels.get("agent")
+        return {"agent": agent, "since": since_breach(active_at, self.window_s)} if agent else None
+
+    def samples(self, now: float, data: Any) -> list[Sample]:
+        c = self.config
+        spans = sorted({w for pair in c.windows for w in (pair.long_s, pair.short_s)})
+        judged = {w: data.judged(now, w, c.evaluation) for w in spans}
+
+        def counts(window_s: float) -> Mapping[str, tuple[int, int]]:
+            return {
+                agent: (len(verdicts), sum(not is_good(v, c.good_labels, c.min_score) for v in verdicts))
+                for agent, verdicts in judged[window_s].items()
+            }
+
+        out = []
+        for agent, (burn, window) in sorted(
+            burning(c.windows, c.objective, c.min_evaluations, counts).items()
+        ):
+            n, bad = counts(window.long_s)[agent]
+            pair = f"{format_duration_s(window.long_s)}/{format_duration_s(window.short_s)}"
+            good = 1 - bad / n
+            out.append(
+                Sample(
+                    {"agent": agent, "evaluation": c.evaluation},
+                    burn,
+                    {
+                        "summary": f"{agent}: {c.evaluation} judged good in {good:.1%} of {n} answers over "
+                        f"{format_duration_s(window.long_s)}; quality error budget burning {burn:.1f}× over "
+                        f"{pair} (limit {window.factor:g}×, objective {c.objective:.2%})",
+                        "value": f"{burn:.4g}",
+                        "windows": pair,
+                        "good_ratio": f"{good:.4g}",
+                        "evaluations": str(n),
+                    },
+                )
+            )
+        return out

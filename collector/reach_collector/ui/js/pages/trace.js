@@ -1,11 +1,11 @@
 // Trace: the waterfall of every span (virtualised), the trace's agent graph, its totals, the
 // details of the chosen span and, for a failed trace, its cause (where the failure began, the path
-// to it marked in the waterfall). GET /api/traces/{id}?tree=false (the tree is built from spans)
-// and GET /api/traces/{id}/cause, side by side.
+// to it marked in the waterfall). GET /api/traces/{id}?tree=false (the tree is built from spans),
+// then GET /api/traces/{id}/cause.
 
 import { ApiError, get } from "../api.js";
 import { AgentColors } from "../colors.js";
-import { copyButton, fill, h, notice } from "../dom.js";
+import { copyButton, h, notice } from "../dom.js";
 import * as fmt from "../format.js";
 import { causeLine } from "../trace/cause.js";
 import { details } from "../trace/details.js";
@@ -106,45 +106,37 @@ export async function render(root, ctx) {
   document.title = `Trace ${id.slice(0, 8)} · reach-otel`;
   performance.clearMarks();
   performance.mark("trace-start");
-  const asked = get(`/api/traces/${encodeURIComponent(id)}`, { tree: "false" }, ctx.signal).catch((e) => {
+  const trace = await get(`/api/traces/${encodeURIComponent(id)}`, { tree: "false" }, ctx.signal).catch((e) => {
     if (e.status === 404 || e.status === 400) return { missing: e.message };
     throw e;
   });
-  // The cause is extra: a collector that cannot tell it still shows the trace.
-  const why = get(`/api/traces/${encodeURIComponent(id)}/cause`, null, ctx.signal).catch((e) => {
-    if (e instanceof ApiError) return null;
-    throw e;
-  });
-  const [trace, cause] = await Promise.all([asked, why]);
   performance.mark("trace-fetched");
   if (trace.missing) {
     root.append(h("div", { class: "page-head" }, h("h1", { text: "Trace" })), notice(trace.missing, "error"), h("p", null, h("a", { href: "/ui/traces", text: "← all traces" })));
     return null;
   }
+  // The cause is asked for once the trace is here, so the two reads never compete for the store
+  // and the trace is drawn first; its answer then marks the page.
+  const why = get(`/api/traces/${encodeURIComponent(id)}/cause`, null, ctx.signal).catch((e) => {
+    if (e instanceof ApiError) return null; // a collector that cannot tell the cause still shows the trace
+    throw e;
+  });
   const model = buildModel(trace);
   const colors = new AgentColors(model.agents);
   const root0 = model.rows[0]?.span;
   const panel = h("div", { class: "card details-card", id: "details-card" });
-  const failed = Boolean(cause?.failed && cause.origin);
-  const originId = failed ? String(cause.origin.span_id) : null;
-  const waterfall = new Waterfall(
-    model,
-    colors,
-    (row) => {
-      const origin = row.span.span_id === originId;
-      const note = origin ? h("div", { class: "notice error origin-note", text: "The trace's failure began at this span." }) : null;
-      panel.replaceChildren(...[note, details(row, colors)].filter(Boolean));
-      panel.scrollTop = 0;
-      const q = new URLSearchParams(location.search);
-      q.set("span", String(row.span.span_id));
-      history.replaceState(null, "", `${location.pathname}?${q}`);
-    },
-    failed ? { path: (cause.path || []).map(String), origin: originId } : {},
-  );
-  const originRow = failed ? model.rows.findIndex((r) => r.span.span_id === originId) : -1;
-  const line = failed ? causeLine(cause, colors, () => waterfall.select(originRow, { scroll: true })) : null;
-  fill(
-    root,
+  let originId = null;
+  const waterfall = new Waterfall(model, colors, (row) => {
+    const note = originId !== null && row.span.span_id === originId ? h("div", { class: "notice error origin-note", text: "The trace's failure began at this span." }) : null;
+    panel.replaceChildren(...[note, details(row, colors)].filter(Boolean));
+    panel.scrollTop = 0;
+    const q = new URLSearchParams(location.search);
+    q.set("span", String(row.span.span_id));
+    history.replaceState(null, "", `${location.pathname}?${q}`);
+  });
+  const strip = totalsStrip(model);
+  const key = legend(model, colors, false);
+  root.append(
     h(
       "div",
       { class: "page-head" },
@@ -154,9 +146,8 @@ export async function render(root, ctx) {
       h("span", { class: "root-name", title: "root span", text: String(root0?.name ?? "") }),
       h("span", { class: "muted", text: root0 ? `${fmt.time(root0.start_time)}` : "" }),
     ),
-    line,
-    totalsStrip(model),
-    legend(model, colors, failed),
+    strip,
+    key,
     h(
       "div",
       { class: "trace-layout" },
@@ -166,15 +157,32 @@ export async function render(root, ctx) {
   );
   waterfall.relayout();
   const wanted = ctx.params.get("span");
-  // The span asked for, else where a failed trace's failure began, else the root.
-  const found = wanted ? model.rows.findIndex((r) => r.span.span_id === wanted) : -1;
-  const start = found >= 0 ? found : !wanted && originRow >= 0 ? originRow : 0;
+  const start = Math.max(0, model.rows.findIndex((r) => r.span.span_id === wanted));
   if (model.rows.length) waterfall.select(start, { scroll: true });
   performance.mark("trace-drawn");
   document.body.dataset.traceReady = String(model.rows.length);
   waterfall.body.focus({ preventScroll: true });
-  return () => {
+  const cleanup = () => {
     waterfall.destroy();
     delete document.body.dataset.traceReady;
   };
+
+  let cause = null;
+  try {
+    cause = await why;
+  } finally {
+    // Left while the cause was on its way: the shell has already stopped this page.
+    if (ctx.signal.aborted) cleanup();
+  }
+  if (ctx.signal.aborted) return null;
+  if (cause?.failed && cause.origin) {
+    originId = String(cause.origin.span_id);
+    const originRow = model.rows.findIndex((r) => r.span.span_id === originId);
+    waterfall.markCause((cause.path || []).map(String), originId);
+    strip.before(causeLine(cause, colors, () => waterfall.select(originRow, { scroll: true })));
+    key.replaceWith(legend(model, colors, true));
+    // No span asked for, none chosen since: show where the failure began.
+    if (!wanted && waterfall.selected === start && originRow >= 0) waterfall.select(originRow, { scroll: true });
+  }
+  return cleanup;
 }

@@ -83,6 +83,14 @@ export class Waterfall {
     this.relayout();
   }
 
+  /** Mark a failed trace's cause: the span ids of its path (root first) and its origin. */
+  markCause(path, origin) {
+    this.path = new Set(path);
+    this.origin = origin;
+    for (const slot of this.pool) if (slot.index >= 0) this.fill(slot, slot.index);
+    this.place();
+  }
+
   destroy() {
     this.resizer.disconnect();
     cancelAnimationFrame(this.frame);

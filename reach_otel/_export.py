@@ -104,7 +104,8 @@ class _QuietExport(logging.Filter):
 _QUIET = _QuietExport()
 
 
-def _install_quiet_filter(exporter: SpanExporter) -> None:
+def _install_quiet_filter(exporter: object) -> None:
+    """Quiet the export-path loggers of ``exporter`` (a span or a log record exporter)."""
     names = {type(exporter).__module__, *_EXPORT_LOGGERS}
     names.update(n for n in logging.Logger.manager.loggerDict if n.startswith(_EXPORT_LOGGER_PREFIXES))
     for name in names:

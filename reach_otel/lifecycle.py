@@ -174,7 +174,7 @@ def _evaluation_logs(settings: Settings) -> Any:
     except Exception:  # the application runs regardless; its spans are still exported
         logger.warning("reach_otel: could not set up the evaluation log exporter", exc_info=True)
         return None
-    set_logger_provider(logs)
+    set_logger_provider(logs.provider)
     return logs
 
 

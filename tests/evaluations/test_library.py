@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+from typing import Any
 
 import pytest
 from collector_process import free_port
@@ -18,7 +18,7 @@ from eval_helpers import Served
 from reach_otel import semconv as sc
 
 APP = """
-import json, sys
+import json, sys, time
 import reach_otel
 from opentelemetry import trace
 from reach_otel import semconv as sc
@@ -40,15 +40,16 @@ ids["trace"] = format(root.get_span_context().trace_id, "032x")
 ids["root"] = format(root.get_span_context().span_id, "016x")
 ids["billing"] = format(billing.get_span_context().span_id, "016x")
 ids["feedback"] = reach_otel.feedback(score=1, label="thumbs_up", comment="fixed it", trace_id=ids["trace"])
+started = time.monotonic()
 ids["shutdown"] = reach_otel.shutdown()
+ids["shutdown_s"] = time.monotonic() - started
 print(json.dumps(ids))
 """
 
 
-def _run(endpoint: str, protocol: str, timeout_s: float = 5.0) -> tuple[dict[str, object], float]:
+def _run(endpoint: str, protocol: str, timeout_s: float = 5.0) -> tuple[dict[str, Any], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
     env["REACH_OTEL_INSTRUMENT"] = "false"
-    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", APP, endpoint, protocol, str(timeout_s)],
         capture_output=True,
@@ -57,9 +58,8 @@ def _run(endpoint: str, protocol: str, timeout_s: float = 5.0) -> tuple[dict[str
         env=env,
         check=False,
     )
-    elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]), elapsed
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
@@ -95,6 +95,9 @@ def test_evaluate_and_feedback_land_on_their_spans(served: Served, protocol: str
 
 
 def test_a_collector_that_is_gone_costs_the_app_nothing() -> None:
-    ids, elapsed = _run(f"http://127.0.0.1:{free_port()}", "http/protobuf", timeout_s=1.0)
+    ids, stderr = _run(f"http://127.0.0.1:{free_port()}", "http/protobuf", timeout_s=3.0)
     assert ids["current"] is True and ids["feedback"] is True  # handed over, never raised
-    assert elapsed < 15  # interpreter start, imports, and the 1 s shutdown bound
+    # nothing listens: the exit gives the evaluations up at once, as it does the spans, and says
+    # so in reach_otel's one line, not in the exporter's retry noise
+    assert ids["shutdown_s"] < 1.5
+    assert "Transient error" not in stderr and "Traceback" not in stderr, stderr

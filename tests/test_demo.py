@@ -86,6 +86,11 @@ def test_collector_api_agrees_afterwards(demo: tuple[str, Path], tmp_path: Path)
         assert ("ReachP99LatencyHigh", "TechSupportAgent") in fired
         assert ("ReachAgentHeartbeatLost", "ReportingAgent") in fired
         assert ("DeskEdgeSLO", "BillingAgent") in fired
+        # the demo's judge: Billing's answers judged, some wrong though nothing raised (SPEC §18)
+        assert ("BillingAnswerQuality", "BillingAgent") in fired
+        quality = collector.get("/api/metrics/quality", window="1h", by="agent")["groups"]
+        billing = next(g for g in quality if g["key"] == "BillingAgent")
+        assert billing["labels"]["incorrect"] > 0 and billing["labels"]["correct"] > 0
         traces = collector.get("/api/traces", agent="BillingAgent", limit=1000)["traces"]
         looped = max(traces, key=lambda t: t["hops"])
         assert looped["hops"] == 7

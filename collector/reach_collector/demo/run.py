@@ -64,6 +64,10 @@ alerting:
     # Triage → Billing commits less once refunds fail: its error budget burns, Billing's owner is paged.
     DeskEdgeSLO:
       {{type: edge_slo, objective: 0.9, min_handoffs: 3, windows: [{{long: 12s, short: 4s, factor: 2}}]}}
+    # A judge scores Billing's answers: refunds answered with the wrong amount page Billing's owner.
+    BillingAnswerQuality:
+      {{type: quality, evaluation: correctness, good_labels: [correct], objective: 0.8, min_evaluations: 3,
+       windows: [{{long: 12s, short: 4s, factor: 2}}]}}
   repeat: 15s
 users:
   alice: {{webhook: "{pager.webhook("alice")}"}}
@@ -82,7 +86,7 @@ routing:
   P1: {{notify: {{users: [bob, carol]}}}}
   P2: {{action: deregister, page: false}}
 owners:
-  BillingAgent: {{users: [dave]}}  # edge SLOs page the owner of the target agent
+  BillingAgent: {{users: [dave]}}  # edge and quality SLOs page the owner of the agent
 """
 
 

@@ -61,6 +61,9 @@ async def run_diagnostics(slow_s: float) -> str:
     return "line ok, router needs a restart"
 
 
+JUDGED_WRONG = 0.5  # refund answers the demo's judge finds wrong
+
+
 class SupportDesk:
     def __init__(self, llm: AsyncOpenAI, *, seed: int = 7, slow_s: float = 1.6) -> None:
         self.llm = llm
@@ -83,8 +86,23 @@ class SupportDesk:
             reach_otel.gate("max_bounces", limit=PING_PONG_BOUNCES, observed=PING_PONG_BOUNCES)
         invoice = await query_invoice(request.invoice)
         if request.kind == "refund":
-            return await issue_refund(request.invoice, self.rng)
-        return await self._ask(f"explain invoice {invoice['invoice']} of {invoice['amount']} EUR")
+            answer = await issue_refund(request.invoice, self.rng)
+        else:
+            answer = await self._ask(f"explain invoice {invoice['invoice']} of {invoice['amount']} EUR")
+        self._judge(request)
+        return answer
+
+    def _judge(self, request: Request) -> None:
+        """An LLM judge's verdict on the billing answer just given (on BillingAgent's span): refund
+        answers name the wrong amount about half the time, though nothing raised — the quality SLO,
+        not the success rate, catches that."""
+        wrong = self.rng.random() < (JUDGED_WRONG if request.kind == "refund" else 0.05)
+        reach_otel.evaluate(
+            "correctness",
+            score=0.0 if wrong else 1.0,
+            label="incorrect" if wrong else "correct",
+            explanation="the refund amount does not match the invoice" if wrong else "matches the invoice",
+        )
 
     @reach_otel.agent(name="TechSupportAgent", role="tech")
     async def tech_support(self, request: Request) -> str:

@@ -160,3 +160,21 @@ def test_a_full_write_queue_answers_429_with_retry_after(
     assert first[0].status_code == 200
     assert writer.pending_spans == 0
     store.close()
+
+
+def test_a_request_over_the_row_budget_is_a_413(start_served: Callable[..., Served]) -> None:
+    served = start_served(replace(Settings(), max_row_bytes=4096))
+    record = _record("verbose", 0.5)
+    record["attributes"].append(  # type: ignore[union-attr]
+        {"key": sc.GEN_AI_EVALUATION_EXPLANATION, "value": {"stringValue": "why " * 500}}
+    )
+    answer = served.post(
+        "/v1/logs", json=_logs_json(record, record), headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 413
+    assert "server.max_row_bytes" in answer.json()["message"]
+    small = served.post(
+        "/v1/logs", json=_logs_json(_record("terse", 0.5)), headers={"content-type": "application/json"}
+    )
+    assert small.status_code == 200
+    assert [r[4] for r in served.rows()] == ["terse"]

@@ -22,7 +22,11 @@ __all__ = ["CSP", "PAGES", "UI", "ui_router"]
 UI: Final = "/ui"
 ASSETS_DIR: Final = Path(__file__).resolve().parent.parent / "ui"
 # The app shell answers for every console page, so a reload or a pasted link opens that page.
-PAGES: Final = re.compile(r"^(|traces|agents|topology|alerts|oncall|trace/[0-9A-Za-z]{1,64})/?$")
+# A conversation id is any text (the path arrives decoded), so its page takes any characters.
+PAGES: Final = re.compile(
+    r"^(|traces|agents|conversations|topology|alerts|oncall|trace/[0-9A-Za-z]{1,64}"
+    r"|conversations/[^\x00-\x1f]{1,1024})/?$"
+)
 CSP: Final = "; ".join(
     (
         "default-src 'self'",

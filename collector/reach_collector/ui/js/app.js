@@ -6,6 +6,7 @@ import { AuthNeeded, setToken, token } from "./api.js";
 import { clear, h, notice } from "./dom.js";
 import * as agents from "./pages/agents.js";
 import * as alerts from "./pages/alerts.js";
+import * as conversations from "./pages/conversations.js";
 import * as oncall from "./pages/oncall.js";
 import * as topology from "./pages/topology.js";
 import * as trace from "./pages/trace.js";
@@ -15,6 +16,8 @@ const ROUTES = [
   [/^\/ui\/traces\/?$/, traces, "traces"],
   [/^\/ui\/trace\/([0-9A-Za-z]{1,64})\/?$/, trace, "traces"],
   [/^\/ui\/agents\/?$/, agents, "agents"],
+  [/^\/ui\/conversations\/?$/, conversations, "conversations"],
+  [/^\/ui\/conversations\/([^/]{1,1024})\/?$/, conversations, "conversations"],
   [/^\/ui\/topology\/?$/, topology, "topology"],
   [/^\/ui\/alerts\/?$/, alerts, "alerts"],
   [/^\/ui\/oncall\/?$/, oncall, "oncall"],

@@ -1,6 +1,7 @@
 // Agents: golden metrics per agent (GET /api/metrics/golden?by=agent) with per-minute sparklines
 // (GET /api/metrics/timeseries), the causes of the failed traces (GET /api/causes), the
-// multi-agent metrics, tokens and cost (GET /api/metrics/agents) and heartbeats (GET /api/agents).
+// multi-agent metrics, tokens and cost (GET /api/metrics/agents), the quality of their evaluated
+// answers (GET /api/metrics/quality) and heartbeats (GET /api/agents).
 // `?agent=` narrows the page to one agent: its rows, and the causes of the traces it failed in.
 
 import { ApiError, get } from "../api.js";
@@ -8,6 +9,7 @@ import { causesCard } from "../causes.js";
 import { AgentColors } from "../colors.js";
 import { fill, h, notice, s } from "../dom.js";
 import * as fmt from "../format.js";
+import { qualityCard } from "../quality.js";
 import { agentChip } from "./traces.js";
 
 const WINDOWS = ["5m", "15m", "1h", "6h", "24h"];
@@ -102,16 +104,19 @@ export async function render(root, ctx) {
   }
 
   async function load() {
-    const [golden, calls, p95, multi, beats, causes] = await Promise.all([
+    const failed = (e) => {
+      if (e instanceof ApiError) return { error: e.message };
+      throw e;
+    };
+    const [golden, calls, p95, multi, beats, causes, qualityAgents, qualityEvaluations] = await Promise.all([
       get("/api/metrics/golden", { window: windowParam, by: "agent" }, ctx.signal),
       get("/api/metrics/timeseries", { metric: "calls", by: "agent", step: "1m", since: SPARK_SINCE }, ctx.signal),
       get("/api/metrics/timeseries", { metric: "p95", by: "agent", step: "1m", since: SPARK_SINCE }, ctx.signal),
       get("/api/metrics/agents", { window: windowParam }, ctx.signal),
       get("/api/agents", null, ctx.signal).catch(() => null),
-      get("/api/causes", { window: windowParam, agent: only }, ctx.signal).catch((e) => {
-        if (e instanceof ApiError) return { error: e.message };
-        throw e;
-      }),
+      get("/api/causes", { window: windowParam, agent: only }, ctx.signal).catch(failed),
+      get("/api/metrics/quality", { window: windowParam, by: "agent" }, ctx.signal).catch(failed),
+      get("/api/metrics/quality", { window: windowParam, by: "evaluation" }, ctx.signal).catch(failed),
     ]);
     const every = golden?.groups || [];
     pickable(every.map((g) => g.key).filter((k) => k !== null && k !== undefined));
@@ -166,6 +171,7 @@ export async function render(root, ctx) {
     );
     fill(body, 
       h("section", { class: "card" }, h("h2", { text: `Golden metrics per agent — last ${windowParam}` }), goldenTable),
+      qualityCard(qualityAgents, qualityEvaluations, { window: windowParam, only, agentCell: (key) => agentChip(key, colors) }),
       causes?.error
         ? h("section", { class: "card causes-card", id: "causes" }, h("h2", { text: "Causes of failed traces" }), notice(causes.error, "error"))
         : causesCard(causes, { window: windowParam, agent: only, colors, id: "causes" }),

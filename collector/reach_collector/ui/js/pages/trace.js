@@ -7,6 +7,8 @@ import { ApiError, get } from "../api.js";
 import { AgentColors } from "../colors.js";
 import { copyButton, h, notice } from "../dom.js";
 import * as fmt from "../format.js";
+import * as n from "../names.js";
+import { tally } from "../evaluations.js";
 import { causeLine } from "../trace/cause.js";
 import { details } from "../trace/details.js";
 import { agentGraph, OUTCOME_COLORS } from "../trace/graph.js";
@@ -30,9 +32,31 @@ function totalsStrip(model) {
     tile("tool calls", fmt.int(t.tools)),
     tile("tokens in → out", `${fmt.int(t.inputTokens)} → ${fmt.int(t.outputTokens)}`),
     tile("errors", fmt.int(t.errors), t.errors ? "bad" : ""),
+    evaluationsTile(model),
     tile("gates", fmt.int(t.gates), t.gates ? "warn" : ""),
     tile("loops", fmt.int(t.loops), t.loops ? "bad" : ""),
   );
+}
+
+/** The trace's evaluations, good and bad (evaluations.js says which is which). */
+function evaluationsTile(model) {
+  const t = tally(model.rows.flatMap((r) => r.span.evaluations || []));
+  const el = tile("evaluations good / bad", t.total ? "" : "0");
+  if (t.total) {
+    el.firstChild.append(h("span", { class: "ev-good", text: `✓ ${fmt.int(t.good)}` }), " ", h("span", { class: "ev-bad", text: `✗ ${fmt.int(t.bad)}` }));
+    if (t.none) el.firstChild.append(h("span", { class: "muted", text: ` • ${fmt.int(t.none)}` }));
+  }
+  el.id = "evaluations-total";
+  el.title = t.total ? `${t.total} evaluation(s): ${t.good} good, ${t.bad} bad${t.none ? `, ${t.none} with no verdict` : ""}` : "no evaluations on this trace";
+  Object.assign(el.dataset, { good: String(t.good), bad: String(t.bad), total: String(t.total) });
+  return el;
+}
+
+/** A link to the conversation (session) this trace is a turn of, when its spans name one. */
+function conversationLink(model) {
+  const id = model.rows.map((r) => r.span.attributes?.[n.GEN_AI_CONVERSATION_ID]).find((v) => typeof v === "string" && v.trim() !== "");
+  if (!id) return null;
+  return h("a", { href: `/ui/conversations/${encodeURIComponent(id)}`, class: "conv-link", id: "conversation-link", title: `the other turns of conversation ${id}` }, "conversation ", h("span", { class: "mono", text: id }));
 }
 
 function legend(model, colors, failed) {
@@ -59,6 +83,13 @@ function legend(model, colors, failed) {
     h("span", { class: "legend-mark error", text: "✗ error" }),
     h("span", { class: "legend-mark gate", text: "⚠ gate" }),
     h("span", { class: "legend-mark loop", text: "⟳ loop" }),
+    h(
+      "span",
+      { class: "legend-mark eval", title: "an evaluation judged good (label correct, good, pass, positive, resolved or yes; with no label, score ≥ 0.5) or bad" },
+      h("span", { class: "ev-good", text: "✓" }),
+      h("span", { class: "ev-bad", text: "✗" }),
+      " evaluation",
+    ),
     failed ? h("span", { class: "legend-mark path", title: "the spans from the root down to where the failure began", text: "failure path" }) : null,
     h("span", { class: "sep" }),
     h("span", { class: "legend-title", text: "Handoffs" }),
@@ -145,6 +176,7 @@ export async function render(root, ctx) {
       copyButton(String(trace.trace_id), "copy id"),
       h("span", { class: "root-name", title: "root span", text: String(root0?.name ?? "") }),
       h("span", { class: "muted", text: root0 ? `${fmt.time(root0.start_time)}` : "" }),
+      conversationLink(model),
     ),
     strip,
     key,

@@ -2,6 +2,7 @@
 // events, links, attributes, resource. Every value is text.
 
 import { breakable, copyButton, h, kvTable, valueNode } from "../dom.js";
+import { describe, GLYPH, verdict } from "../evaluations.js";
 import * as fmt from "../format.js";
 import * as n from "../names.js";
 import { messages, TYPES, tokens } from "./model.js";
@@ -105,6 +106,29 @@ function linkList(span) {
   return items.length ? h("ul", { class: "links" }, items) : h("p", { class: "muted", text: "none" });
 }
 
+/** A span's evaluations: verdict, name, label, score, time and the evaluator's explanation. */
+function evaluationList(span) {
+  const items = (span.evaluations || []).map((ev) => {
+    const v = verdict(ev);
+    const score = ev.score === null || ev.score === undefined ? null : Number(ev.score);
+    return h(
+      "li",
+      { class: `evaluation ${v}`, "data-verdict": v, title: describe(ev) },
+      h(
+        "div",
+        { class: "evaluation-head" },
+        h("span", { class: `badge eval ${v}`, text: `${GLYPH[v]} ${v === "none" ? "no verdict" : v}` }),
+        h("span", { class: "evaluation-name", text: String(ev.name ?? "evaluation") }),
+        ev.label !== null && ev.label !== undefined ? h("span", { class: "pill evaluation-label", text: String(ev.label) }) : null,
+        score !== null && Number.isFinite(score) ? h("span", { class: "evaluation-score", text: `score ${fmt.num(score, 3)}` }) : null,
+        h("span", { class: "muted evaluation-time", text: fmt.time(ev.time) }),
+      ),
+      ev.explanation ? h("div", { class: "evaluation-explanation", text: String(ev.explanation) }) : null,
+    );
+  });
+  return h("ul", { class: "evaluations", id: "evaluations" }, items);
+}
+
 /** The details of one row (see model.buildModel). */
 export function details(row, colors) {
   const span = row.span;
@@ -166,6 +190,7 @@ export function details(row, colors) {
       ? h("div", { class: "marker-list" }, row.markers.map((m) => h("span", { class: `badge ${m.kind}`, text: `${m.kind === "error" ? "✗" : m.kind === "gate" ? "⚠ gate" : m.kind === "loop" ? "⟳" : "⤒"} ${m.text}` })))
       : null,
     handoff,
+    (span.evaluations || []).length ? block(`Evaluations (${span.evaluations.length})`, evaluationList(span)) : null,
     conversation ? block("Conversation", conversation) : null,
     factTable,
     block(`Events (${(span.events || []).length})`, eventList(span), (span.events || []).length > 0),

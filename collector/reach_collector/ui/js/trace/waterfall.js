@@ -3,6 +3,7 @@
 // so a trace of 10 000 spans scrolls as lightly as one of ten.
 
 import { breakable, h } from "../dom.js";
+import { evalBadge } from "../evaluations.js";
 import * as fmt from "../format.js";
 import { TYPES, tokens, visibleRows } from "./model.js";
 
@@ -218,6 +219,8 @@ export class Waterfall {
     if (origin && !row.markers.some((m) => m.kind === "error")) {
       slot.badges.append(h("span", { class: "badge origin", title: "the trace's failure began here", text: "origin" }));
     }
+    const judged = evalBadge(span.evaluations);
+    if (judged) slot.badges.append(judged);
     const left = Math.min(100, Math.max(0, (row.start / this.total) * 100));
     const width = Math.max(0, ((row.end - row.start) / this.total) * 100);
     slot.bar.style.left = `${left}%`;

@@ -164,8 +164,9 @@ def create_app(
     for module in (health, otlp, traces):
         app.include_router(module.router)
     app.include_router(tempo_router(store, clock))
-    app.include_router(metrics_router(store, clock, settings.prices))
-    app.include_router(topology_router(store, clock, settings.prices))
+    judgement = engine.setup.judgement  # when an evaluation is judged good: edges' resolved (§18)
+    app.include_router(metrics_router(store, clock, settings.prices, judgement))
+    app.include_router(topology_router(store, clock, settings.prices, judgement))
     app.include_router(causes_router(store, clock, settings.prices))
     app.include_router(metrics_endpoint(exposition))
     app.include_router(heartbeats_router(store, writer, engine, exposition, clock))

@@ -46,6 +46,7 @@ _TOP_LEVEL: Final = frozenset(
         "escalation_policies",
         "routing",
         "owners",
+        "quality",
     }
 )
 _RULE_DURATIONS: Final = ("for", "window", "keep_firing_for", "after")
@@ -164,7 +165,7 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
     sections: dict[str, Any] = {}
     if "alerting" in doc:
         sections["alerting"] = _alerting(mapping(doc["alerting"], "alerting"))
-    for name in ("users", "schedules", "escalation_policies", "routing", "owners"):
+    for name in ("users", "schedules", "escalation_policies", "routing", "owners", "quality"):
         if name in doc:
             sections[name] = mapping(doc[name], name)
     for user, spec in sections.get("users", {}).items():

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from reach_collector.alerting._checks import count, duration, flag, mapping, number, only, url
+from reach_collector.alerting._checks import count, duration, flag, mapping, names, number, only, url
 from reach_collector.alerting.oncall.config import (
     DEFAULT_ROUTING,
     EscalationPolicy,
@@ -43,6 +43,7 @@ from reach_collector.alerting.rules.spec import (
     severity,
 )
 from reach_collector.config import ConfigError, Settings, parse_zone
+from reach_collector.query.judged import DEFAULT_GOOD_LABELS, DEFAULT_MIN_SCORE, Judgement
 
 __all__ = [
     "SEVERITIES",
@@ -154,6 +155,8 @@ class AlertingSetup:
     warnings: tuple[str, ...] = ()  # usable but suspicious (e.g. a member with no contact)
     # agent → who is paged for the alerts about it that rules route to owners (edge SLOs, budgets)
     owners: Mapping[str, Route] = field(default_factory=dict)
+    # When an evaluation is judged good (``quality.default`` and the quality rules): edges' resolved
+    judgement: Judgement = field(default_factory=Judgement)
 
 
 def from_settings(settings: Settings) -> AlertingSetup:
@@ -226,7 +229,26 @@ def _load(doc: Mapping[str, Any], time_zone: str, configured: bool) -> AlertingS
     for sev in ("P0", "P1") if configured else ():
         if sev not in routing:
             warnings.append(f"routing.{sev}: no route; {sev} alerts page nobody")
-    return AlertingSetup(alerting, time_zone, users, schedules, policies, routing, tuple(warnings), owners)
+    judgement = _judgement(mapping(doc.get("quality"), "quality"), alerting.qualities)
+    return AlertingSetup(
+        alerting, time_zone, users, schedules, policies, routing, tuple(warnings), owners, judgement
+    )
+
+
+def _judgement(spec: Mapping[str, Any], rules: tuple[QualityRuleConfig, ...]) -> Judgement:
+    """``quality: {default: {good_labels, min_score}}``: when an evaluation no quality rule watches
+    is judged good; the rules judge their own (SPEC §18)."""
+    only(spec, "quality", {"default"})
+    default = mapping(spec.get("default"), "quality.default")
+    only(default, "quality.default", {"good_labels", "min_score"})
+    labels: tuple[str, ...] = DEFAULT_GOOD_LABELS
+    if "good_labels" in default:
+        labels = names(default["good_labels"], "quality.default.good_labels")
+    return Judgement(
+        good_labels=labels,
+        min_score=number(default, "min_score", "quality.default", DEFAULT_MIN_SCORE, -1e12, 1e12),
+        rules=tuple((r.evaluation, r.good_labels, r.min_score) for r in rules),
+    )
 
 
 def _alerting(spec: Mapping[str, Any]) -> AlertingConfig:

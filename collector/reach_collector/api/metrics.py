@@ -8,6 +8,7 @@ from typing import Any, Final
 from fastapi import APIRouter, HTTPException
 
 from reach_collector.query import metrics
+from reach_collector.query.judged import DEFAULT_JUDGEMENT, Judgement
 from reach_collector.store.base import TraceStore
 from reach_collector.text.times import parse_time_ns
 from reach_collector.text.windows import WindowError, parse_window
@@ -41,6 +42,7 @@ def metrics_router(
     store: TraceStore,
     clock: Callable[[], float],
     prices: Mapping[str, Mapping[str, float]] | None = None,
+    judgement: Judgement = DEFAULT_JUDGEMENT,
 ) -> APIRouter:
     """The metrics API over ``store``; ``clock()`` (unix seconds) is "now"; ``prices`` in USD per
     1M tokens by model (the config file's ``prices``)."""
@@ -86,6 +88,6 @@ def metrics_router(
     @router.get(AGENTS)
     def get_agents(window: str | None = None) -> dict[str, Any]:
         window_s = _window(window, "window", _DEFAULT_WINDOW)
-        return metrics.agents(store, now_ns(), window_s, price_table)
+        return metrics.agents(store, now_ns(), window_s, price_table, judgement)
 
     return router

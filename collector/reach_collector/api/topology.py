@@ -8,6 +8,7 @@ from typing import Any, Final
 from fastapi import APIRouter, HTTPException
 
 from reach_collector.query import topology
+from reach_collector.query.judged import DEFAULT_JUDGEMENT, Judgement
 from reach_collector.store.base import TraceStore
 from reach_collector.text.windows import WindowError, parse_window
 
@@ -22,6 +23,7 @@ def topology_router(
     store: TraceStore,
     clock: Callable[[], float],
     prices: Mapping[str, Mapping[str, float]] | None = None,
+    judgement: Judgement = DEFAULT_JUDGEMENT,
 ) -> APIRouter:
     """The topology over ``store``; ``clock()`` (unix seconds) is "now"; ``prices`` in USD per 1M
     tokens by model (the config file's ``prices``)."""
@@ -37,6 +39,6 @@ def topology_router(
         if service is not None and not 0 < len(service) <= _MAX_SERVICE:
             raise HTTPException(400, f"service must be 1 to {_MAX_SERVICE} characters (a service.name)")
         now_ns = int(clock() * 1_000_000_000)
-        return topology.topology(store, now_ns, window_s, price_table, service)
+        return topology.topology(store, now_ns, window_s, price_table, service, judgement)
 
     return router

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from reach_collector.query.handoff_outcome import outcomes_sql
+from reach_collector.query.judged import DEFAULT_JUDGEMENT, Judgement
 from reach_collector.query.owners import spans_table, walk_up
 from reach_collector.query.pricing import PriceTable
 from reach_collector.query.views import iso
@@ -210,15 +211,20 @@ def agent_window_stats(store: TraceStore, now_ns: int, window_s: float) -> dict[
 
 
 def agents(
-    store: TraceStore, now_ns: int, window_s: float, prices: Mapping[str, Mapping[str, float]]
+    store: TraceStore,
+    now_ns: int,
+    window_s: float,
+    prices: Mapping[str, Mapping[str, float]],
+    judgement: Judgement = DEFAULT_JUDGEMENT,
 ) -> dict[str, Any]:
-    """Handoff rates, hop distribution, loop rate, and per-agent tokens, share and cost (§4, §11)."""
+    """Handoff rates, hop distribution, loop rate, and per-agent tokens, share and cost (§4, §11);
+    handoffs resolved as ``judgement`` judges their traces' evaluations (§18)."""
     lo, hi = _window(now_ns, window_s)
     since = trace_lookback(store, lo, hi)
     return {
         "window_s": window_s,
         "until": iso(now_ns),
-        "handoffs": _handoffs(store, lo, hi, since),
+        "handoffs": _handoffs(store, lo, hi, since, judgement),
         **_hops_and_loops(store, lo, hi, since),
         **agent_tokens(store, lo, hi, since, prices),
     }
@@ -241,19 +247,23 @@ def trace_lookback(store: TraceStore, lo: int, hi: int) -> int:
     return min(lo, int(first)) if first is not None else lo
 
 
-def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]:
+def _handoffs(store: TraceStore, lo: int, hi: int, since: int, judgement: Judgement) -> dict[str, Any]:
     """Each handoff's one outcome (SPEC §11, ``handoff_outcome``): its recorded status, or, with
     none recorded, the target's next agent span in the trace (not ERROR → committed, ERROR →
-    failed, none → unknown), marked inferred."""
-    outcomes, params = outcomes_sql(lo, hi, since, ("handoff_mode",), dialect=dialect_of(store))
+    failed, none → unknown), marked inferred; ``resolved``: those whose trace has an evaluation
+    ``judgement`` calls good (SPEC §18)."""
+    d = dialect_of(store)
+    outcomes, params = outcomes_sql(lo, hi, since, ("handoff_mode", "trace_id"), dialect=d)
+    good, good_params = judgement.good_traces(lo)
     rows = store.query(
-        f"SELECT status, inferred, count(*), {dialect_of(store).count_if('handoff_mode = ?')}"
-        f" FROM ({outcomes}) AS e GROUP BY status, inferred",
-        ["escalate", *params],
+        f"SELECT status, inferred, count(*), {d.count_if('handoff_mode = ?')},"
+        f" {d.count_if(f'trace_id IN ({good})')} FROM ({outcomes}) AS e GROUP BY status, inferred",
+        ["escalate", *good_params, *params],
     )
     rows.sort(key=lambda r: (r[0], r[1]))
     counted = [
-        {"status": status, "inferred": bool(inferred), "handoffs": int(n)} for status, inferred, n, _ in rows
+        {"status": status, "inferred": bool(inferred), "handoffs": int(n)}
+        for status, inferred, n, _, _ in rows
     ]
     by_status: dict[str, int] = {}
     for o in counted:
@@ -262,10 +272,11 @@ def _handoffs(store: TraceStore, lo: int, hi: int, since: int) -> dict[str, Any]
     committed = by_status.get(hf.COMMITTED, 0)
     accepted = sum(by_status.get(s, 0) for s in _ACCEPTED)
     unknown = sum(by_status.get(s, 0) for s in _UNKNOWN)
-    escalated = sum(int(e) for *_, e in rows)
+    escalated = sum(int(e) for *_, e, _ in rows)
     return {
         "total": total,
         "committed": committed,
+        "resolved": sum(int(r) for *_, r in rows),
         "accepted": accepted,
         "inferred": sum(o["handoffs"] for o in counted if o["inferred"]),
         "efficiency": _ratio(committed, total),

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from reach_collector.query.handoff_outcome import ERROR_CODE, outcomes_sql
+from reach_collector.query.judged import DEFAULT_JUDGEMENT, Judgement
 from reach_collector.query.metrics import agent_tokens
 from reach_collector.query.pricing import PriceTable
 from reach_collector.query.views import iso
@@ -71,15 +72,21 @@ def _service(service: str | None) -> tuple[str, list[Any]]:
 
 
 def edges(
-    store: TraceStore, lo: int, hi: int, since: int, service: str | None = None
+    store: TraceStore,
+    lo: int,
+    hi: int,
+    since: int,
+    service: str | None = None,
+    judgement: Judgement = DEFAULT_JUDGEMENT,
 ) -> list[dict[str, Any]]:
-    """One entry per ``(source, target)`` of the handoff spans ending in ``(lo, hi]``."""
+    """One entry per ``(source, target)`` of the handoff spans ending in ``(lo, hi]``; ``resolved``:
+    its handoffs whose trace has an evaluation ``judgement`` calls good (SPEC §18)."""
     where, where_params = _service(service)
     cte, params = outcomes_sql(
         lo,
         hi,
         since,
-        ("handoff_source", "handoff_target", "handoff_mode", "duration_ms", "loop_detected"),
+        ("handoff_source", "handoff_target", "handoff_mode", "duration_ms", "loop_detected", "trace_id"),
         where,
         where_params,
         dialect=dialect_of(store),
@@ -89,11 +96,13 @@ def edges(
     d = dialect_of(store)
     by_status = ", ".join(d.count_if("status = ?") for _ in hf.STATES)
     by_mode = ", ".join(d.count_if("handoff_mode = ?") for _ in _MODES)
+    good, good_params = judgement.good_traces(lo)
     rows = store.query(
         f"SELECT handoff_source, handoff_target, count(*), count(handoff_mode), {by_status}, {by_mode},"
-        f" {d.count_if('inferred = 1')}, {d.quantile('duration_ms', 0.95)}, {d.count_if('loop_detected = 1')}"
+        f" {d.count_if('inferred = 1')}, {d.quantile('duration_ms', 0.95)},"
+        f" {d.count_if('loop_detected = 1')}, {d.count_if(f'trace_id IN ({good})')}"
         f" FROM ({cte}) AS e GROUP BY handoff_source, handoff_target",
-        [*hf.STATES, *_MODES, *params],
+        [*hf.STATES, *_MODES, *good_params, *params],
     )
     rows.sort(key=lambda r: (-int(r[2]), r[0] is None, r[0] or "", r[1] is None, r[1] or ""))
     out = []
@@ -101,7 +110,7 @@ def edges(
     for source, target, n, with_mode, *counts in rows:
         statuses = _named(hf.STATES, counts[:k], int(n))
         modes = _named(_MODES, counts[k : k + m], int(with_mode))
-        inferred, p95, loops = counts[k + m :]
+        inferred, p95, loops, resolved = counts[k + m :]
         edge: dict[str, Any] = {
             "source": source,
             "target": target,
@@ -112,6 +121,7 @@ def edges(
         for field, among in EDGE_COUNTS.items():
             edge[field] = sum(statuses.get(s, 0) for s in among)
         edge.update(
+            resolved=int(resolved),
             inferred=int(inferred),
             p95_ms=p95,
             loops=int(loops),
@@ -148,6 +158,7 @@ def topology(
     window_s: float,
     prices: Mapping[str, Mapping[str, float]] | None = None,
     service: str | None = None,
+    judgement: Judgement = DEFAULT_JUDGEMENT,
 ) -> dict[str, Any]:
     """The ``GET /api/topology`` body: nodes by calls, edges by handoffs (both most first).
 
@@ -155,7 +166,7 @@ def topology(
     ``cost_usd`` is null when one of its models is not in the price table (unknown, never 0)."""
     lo, hi = now_ns - int(window_s * _NS), now_ns
     calls = _agent_calls(store, lo, hi, service)
-    found = edges(store, lo, hi, first_handoff_start(store, lo, hi), service)
+    found = edges(store, lo, hi, first_handoff_start(store, lo, hi), service, judgement)
     tokens = {a["agent"]: a for a in agent_tokens(store, lo, hi, None, prices or {}, service)["agents"]}
     names = set(calls) | set(tokens)
     names |= {name for e in found for name in (e["source"], e["target"]) if name is not None}

@@ -57,8 +57,6 @@ def parse_quality(name: str, spec: Mapping[str, Any], key: str) -> QualityRuleCo
     if ("good_labels" in spec) == ("min_score" in spec):
         raise ConfigError(f"{key}: give good_labels (the labels judged good) or min_score, one of them")
     good = names(spec["good_labels"], f"{key}.good_labels") if "good_labels" in spec else ()
-    if "good_labels" in spec and not good:
-        raise ConfigError(f"{key}.good_labels: expected at least one label")
     d = QualityRuleConfig(name)
     return QualityRuleConfig(
         name=name,

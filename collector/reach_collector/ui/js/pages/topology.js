@@ -54,7 +54,7 @@ export async function render(root, ctx) {
       id: String(v.agent),
       color: colors.get(v.agent),
       error: Boolean(v.errors),
-      sub: [v.calls !== null && v.calls !== undefined ? `${fmt.int(v.calls)} calls` : null, v.errors ? `${fmt.int(v.errors)} err` : null, v.p95_ms ? `p95 ${fmt.duration(v.p95_ms)}` : null].filter(Boolean).join(" · "),
+      sub: [v.calls !== null && v.calls !== undefined ? `${fmt.int(v.calls)} call${Number(v.calls) === 1 ? "" : "s"}` : null, v.errors ? `${fmt.int(v.errors)} err` : null, v.p95_ms ? `p95 ${fmt.duration(v.p95_ms)}` : null].filter(Boolean).join(" · "),
     })),
     edges.map((e) => {
       const statuses = statusesOf(e);

@@ -43,7 +43,8 @@ function evaluationsTile(model) {
   const t = tally(model.rows.flatMap((r) => r.span.evaluations || []));
   const el = tile("evaluations good / bad", t.total ? "" : "0");
   if (t.total) {
-    el.firstChild.append(h("span", { class: "ev-good", text: `✓ ${fmt.int(t.good)}` }), " ", h("span", { class: "ev-bad", text: `✗ ${fmt.int(t.bad)}` }));
+    // A zero is grey, so the colour says at a glance which kind of verdict there is.
+    el.firstChild.append(h("span", { class: t.good ? "ev-good" : "muted", text: `✓ ${fmt.int(t.good)}` }), " ", h("span", { class: t.bad ? "ev-bad" : "muted", text: `✗ ${fmt.int(t.bad)}` }));
     if (t.none) el.firstChild.append(h("span", { class: "muted", text: ` • ${fmt.int(t.none)}` }));
   }
   el.id = "evaluations-total";

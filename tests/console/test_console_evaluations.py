@@ -16,6 +16,7 @@ from console_helpers import Console, goto_ready
 from test_console_security import PAYLOADS, assert_nothing_ran
 from traffic import attributes, post, request
 
+from reach_collector.config import Settings
 from reach_otel import semconv as sc
 
 MS = 1_000_000
@@ -295,3 +296,11 @@ def test_planted_markup_in_evaluations_is_shown_as_text_and_never_runs(
     assert_nothing_ran(page)
     assert page.text("#conversation-id") == HOSTILE_CONV
     assert page.events.errors == []
+
+
+def test_with_a_query_token_the_new_pages_show_nothing_before_sign_in(start_console: Any, page: Page) -> None:
+    console = start_console(Settings(query_token="q-token-Ev31", ingest_token="i-token-Ev32"))
+    for path in ("/ui/conversations", f"/ui/conversations/{CONV_B}"):
+        goto_ready(page, console.url + path)
+        assert page.js("!!document.getElementById('signin')"), path
+        assert page.js("document.querySelectorAll('table, #quality, #conversation-id').length") == 0, path

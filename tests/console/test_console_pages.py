@@ -16,7 +16,7 @@ from traffic import TraceInfo, agent_trace, library_trace, post
 
 from reach_otel import semconv as sc
 
-PAGES = ("/ui/traces", "/ui/agents", "/ui/topology", "/ui/alerts", "/ui/oncall")
+PAGES = ("/ui/traces", "/ui/agents", "/ui/conversations", "/ui/topology", "/ui/alerts", "/ui/oncall")
 
 
 @pytest.fixture(scope="module")

@@ -221,7 +221,11 @@ def test_alert_tables(populated: Populated) -> None:
     alerts = populated.get("/api/alerts")["alerts"]
     out = shown(populated.url, "alerts")
     fired = [local(a["fired_at"]) for a in alerts if a["state"] == "firing"]
-    assert_whole(out, [a["fingerprint"] for a in alerts], fired)
+    # ids: the fingerprints, and the first example trace of each firing alert's cause (§17)
+    causes = [
+        a["annotations"]["cause_traces"].split(",")[0] for a in alerts if a["annotations"].get("cause_traces")
+    ]
+    assert_whole(out, [a["fingerprint"] for a in alerts] + causes, fired)
     assert "ReachSuccessRateLow" in out and "ReachAgentHeartbeatLost" in out
 
     deliveries = populated.get("/api/alerts/deliveries")["deliveries"]

@@ -304,3 +304,30 @@ def test_with_a_query_token_the_new_pages_show_nothing_before_sign_in(start_cons
         goto_ready(page, console.url + path)
         assert page.js("!!document.getElementById('signin')"), path
         assert page.js("document.querySelectorAll('table, #quality, #conversation-id').length") == 0, path
+
+
+def test_the_topology_table_shows_the_handoffs_resolved_per_edge(start_console: Any, page: Page) -> None:
+    from fastapi import APIRouter
+
+    edge = {
+        "source": "TriageAgent",
+        "target": "BillingAgent",
+        "handoffs": 5,
+        "committed": 4,
+        "failed": 1,
+        "rejected": 0,
+        "unknown": 0,
+        "resolved": 3,
+        "inferred": 0,
+        "loops": 0,
+        "p95_ms": 12.0,
+        "statuses": {"committed": 4, "failed": 1},
+    }
+    nodes = [{"agent": a, "calls": 5, "errors": 0, "p95_ms": 10.0} for a in ("TriageAgent", "BillingAgent")]
+    console = start_console()
+    stand_in = APIRouter()
+    stand_in.add_api_route("/api/topology", lambda window: {"nodes": nodes, "edges": [edge]}, methods=["GET"])
+    console.app.router.routes[:0] = stand_in.routes
+    goto_ready(page, console.url + "/ui/topology")
+    assert page.each("#edges thead th", "el.textContent")[7] == "Resolved"
+    assert page.each("#edges tbody tr", "el.querySelector('[data-col=resolved]').textContent") == ["3"]

@@ -184,6 +184,7 @@ export async function render(root, ctx) {
           { class: "tiles", id: "multi" },
           stat("handoffs", fmt.int(hand.total)),
           stat("efficiency", fmt.pct(hand.efficiency), "committed / all handoffs"),
+          hand.resolved === undefined || hand.resolved === null ? null : stat("resolved", fmt.pct(hand.total ? hand.resolved / hand.total : null), `${fmt.int(hand.resolved)} handoffs whose trace (or conversation) an evaluation judged good / all handoffs`),
           stat("acceptance", fmt.pct(hand.acceptance_rate)),
           stat("commit rate", fmt.pct(hand.commit_rate), "committed / accepted"),
           stat("unknown", fmt.pct(hand.unknown_rate)),

@@ -82,6 +82,7 @@ export async function render(root, ctx) {
       h("td", null, agentChip(e.target, colors)),
       h("td", { class: "num" }, fmt.int(e.handoffs)),
       ["committed", "failed", "rejected", "unknown"].map((k) => h("td", { class: "num" }, fmt.int(st[k] || 0))),
+      h("td", { class: "num", "data-col": "resolved" }, e.resolved === undefined || e.resolved === null ? "–" : fmt.int(e.resolved)),
       h("td", { class: "num" }, fmt.int(e.inferred || 0)),
       h("td", { class: "num" }, fmt.int(e.loops || 0)),
       h("td", { class: "num" }, e.p95_ms === undefined || e.p95_ms === null ? "–" : fmt.duration(e.p95_ms)),
@@ -94,7 +95,7 @@ export async function render(root, ctx) {
       { class: "card" },
       h("h2", { text: "Edges" }),
       edgeRows.length
-        ? h("table", { class: "grid", id: "edges" }, h("thead", null, h("tr", null, ["From", "To", "Handoffs", "Committed", "Failed", "Rejected", "Unknown", "Inferred", "Loops", "p95"].map((t) => h("th", { scope: "col", text: t })))), h("tbody", null, edgeRows))
+        ? h("table", { class: "grid", id: "edges" }, h("thead", null, h("tr", null, ["From", "To", "Handoffs", "Committed", "Failed", "Rejected", "Unknown", "Resolved", "Inferred", "Loops", "p95"].map((t) => h("th", { scope: "col", text: t, title: t === "Resolved" ? "handoffs whose trace (or conversation) an evaluation judged good" : null })))), h("tbody", null, edgeRows))
         : notice("No handoffs seen."),
     ),
   );

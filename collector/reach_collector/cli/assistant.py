@@ -31,9 +31,10 @@ def compact_tree(trace: dict[str, Any], max_lines: int = MAX_TREE_LINES) -> str:
     """The trace as text an LLM reads well: a heading, then one line per span indented two spaces a
     level (name, agent, duration, status or error type, tokens, handoff source → target with its
     outcome and hop, loop flag), and under it, one level deeper, the events the CLI tree marks (loop
-    detected, hop limit exceeded, gate, exception); past ``max_lines`` spans, a note of how many were
-    left out. Each line has its control characters escaped, so a span or event is exactly one line."""
-    from reach_collector.cli.render import event_line, span_label
+    detected, hop limit exceeded, gate, exception) and its evaluations; past ``max_lines`` spans, a
+    note of how many were left out. Each line has its control characters escaped, so a span, an
+    event or an evaluation is exactly one line."""
+    from reach_collector.cli.render import evaluation_line, event_line, span_label
 
     agents = sorted({escape_controls(s) for s in _agents(trace) if s})
     lines = [escape_controls(f"trace {trace['trace_id']}: {trace.get('span_count', '?')} spans")]
@@ -52,6 +53,8 @@ def compact_tree(trace: dict[str, Any], max_lines: int = MAX_TREE_LINES) -> str:
                 marked = event_line(event)
                 if marked is not None:
                     lines.append("  " * (depth + 1) + escape_controls(marked.plain))
+            for evaluation in span.get("evaluations") or []:
+                lines.append("  " * (depth + 1) + escape_controls(evaluation_line(evaluation).plain))
         for child in reversed(span.get("children") or []):
             pending.append((depth + 1, child))
     if left_out:

@@ -95,6 +95,15 @@ def event_line(event: dict[str, Any]) -> Text | None:
     return None
 
 
+def evaluation_line(evaluation: dict[str, Any]) -> Text:
+    """An evaluation of the span (SPEC §18), under it: its name, label, score and explanation."""
+    verdict = [str(v) for v in (evaluation.get("label"), evaluation.get("score")) if v is not None]
+    line = f"◇ {evaluation.get('name', '?')}: {', '.join(verdict) or 'no verdict'}"
+    if evaluation.get("explanation"):
+        line += f" — {evaluation['explanation']}"
+    return Text(line, style="blue")
+
+
 def _trace_bounds(trace: dict[str, Any]) -> tuple[int, int] | None:
     spans = trace.get("spans") or []
     starts = [s["start_time_unix_nano"] for s in spans if isinstance(s.get("start_time_unix_nano"), int)]
@@ -122,6 +131,8 @@ def trace_tree(trace: dict[str, Any], zone: tzinfo) -> Tree:
             line = event_line(event)
             if line is not None:
                 node.add(line)
+        for evaluation in span.get("evaluations") or []:
+            node.add(evaluation_line(evaluation))
         for child in reversed(span.get("children") or []):
             pending.append((node, child))
     return tree

@@ -1,5 +1,5 @@
-"""The multi-agent dashboard: handoffs, efficiency, hops, loops, tokens and cost (§0, §11), and the
-agent topology as a Node Graph (§15)."""
+"""The multi-agent dashboard: handoffs, efficiency, hops, loops, tokens and cost (§0, §11), the
+agent topology as a Node Graph (§15), and the quality of the agents' answers (§18)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from promql import (
     ACCEPTED,
     AGENT_SEL,
     CALLS,
+    EVALUATIONS,
+    GOOD_LABELS,
     HANDOFFS,
     HOPS,
     LE_2,
@@ -279,6 +281,41 @@ MULTI_AGENT: Final = Dashboard(
             ],
             "currencyUSD",
             instant=True,
+        ),
+        Panel(
+            "bargauge",
+            "Answers judged good per agent",
+            "Quality (SPEC §18): the share of each agent's evaluated answers whose verdict is a good "
+            "label (correct, good, pass, positive, resolved, yes: the collector's default judgement) "
+            "over the time range — LLM judges, heuristics and users' feedback alike. Status codes play "
+            "no part: an agent can answer wrongly without raising. A quality rule pages its owner.",
+            [
+                (
+                    f'sum by (agent) (increase({EVALUATIONS}{{agent=~"$agent", {GOOD_LABELS}}}{RANGE}))'
+                    f' / sum by (agent) (increase({EVALUATIONS}{{agent=~"$agent"}}{RANGE}))',
+                    "{{agent}}",
+                )
+            ],
+            "percentunit",
+            (("red", None), ("orange", 0.8), ("green", 0.95)),
+            instant=True,
+            min=0,
+            max=1,
+            agent_links=True,
+        ),
+        Panel(
+            "timeseries",
+            "Evaluations per minute by verdict",
+            "Stored evaluations per minute by evaluation and label (judges' and users' verdicts on "
+            "spans, over OTLP logs, span events or POST /api/feedback).",
+            [
+                (
+                    f'sum by (evaluation, label) (rate({EVALUATIONS}{{agent=~"$agent"}}{RI})) * 60',
+                    "{{evaluation}} {{label}}",
+                )
+            ],
+            "suffix: /min",
+            stack=True,
         ),
     ),
 )

@@ -20,6 +20,9 @@ HANDOFFS: Final = "reach_handoffs_total"
 LOOPS: Final = "reach_loops_detected_total"
 LOOPED: Final = "reach_requests_looped_total"
 HOPS: Final = "reach_request_hops"
+EVALUATIONS: Final = "reach_evaluations_total"  # {agent, evaluation, label} (SPEC §18)
+# The labels quality.default judges good when the config says nothing (query.judged).
+GOOD_LABELS: Final = 'label=~"correct|good|pass|positive|resolved|yes"'
 # Grafana's service graph series (reach_collector/exposition/service_graph.py):
 # client = source agent, server = target.
 GRAPH_TOTAL: Final = "traces_service_graph_request_total"

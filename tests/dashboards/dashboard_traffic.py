@@ -1,6 +1,7 @@
 """Multi-agent traffic for the end-to-end test, made with reach_otel's decorators and exported
 over OTLP/HTTP to a collector: a triage agent hands off to billing (which fails one call in three)
-or tech support, one request in four ping-pongs, and agents send heartbeat spans."""
+or tech support, one request in four ping-pongs, a judge's verdict rides on billing's span, and
+agents send heartbeat spans."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -48,6 +50,11 @@ def query_invoice(n: int) -> dict[str, int]:
 def billing(n: int, bounce: int) -> str:
     complete("bill", 150)
     query_invoice(n)
+    # a judge's verdict on the answer, as a span event (the collector stores it: SPEC §18)
+    verdict = {sc.GEN_AI_EVALUATION_NAME: "correctness", sc.GEN_AI_EVALUATION_SCORE_LABEL: "correct"}
+    if n % 5 == 0:
+        verdict[sc.GEN_AI_EVALUATION_SCORE_LABEL] = "incorrect"
+    trace.get_current_span().add_event(sc.GEN_AI_EVALUATION_RESULT, verdict)
     if bounce:
         with reach_otel.handoff("BillingAgent", "TriageAgent", reason="not mine", mode="delegate") as h:
             h.transition("accept")

@@ -150,26 +150,35 @@ def _declared(package: str) -> tuple[str, ...]:
     return ()
 
 
-def _belongs(name: str, module: types.ModuleType) -> bool:
-    """Whether ``module`` is the library ``name`` instruments, not an app module of the same name
-    (an app's own ``agents.py`` is not the Agents SDK): one of the distributions its ``package``
-    declares is installed in a version it supports, and the module was loaded from there."""
-    try:
-        from packaging.requirements import Requirement
+def _installed(name: str) -> list[tuple[importlib.metadata.Distribution, bool]]:
+    """Each distribution the ``package`` of instrumentor ``name`` declares that is installed, and
+    whether its version is one the instrumentor supports (read without importing the instrumentor)."""
+    from packaging.requirements import Requirement
 
-        declared = _declared(registry()[name].partition(":")[0])
-    except Exception:  # cannot tell: let instrument() try, as it would without this check
-        return True
-    if not declared:
-        return True
-    origin = getattr(module, "__file__", None)
-    for spec in declared:
+    found = []
+    for spec in _declared(registry()[name].partition(":")[0]):
         requirement = Requirement(spec)
         try:
             dist = importlib.metadata.distribution(requirement.name)
         except importlib.metadata.PackageNotFoundError:
             continue
-        if not requirement.specifier.contains(dist.version, prereleases=True):
+        found.append((dist, requirement.specifier.contains(dist.version, prereleases=True)))
+    return found
+
+
+def _belongs(name: str, module: types.ModuleType) -> bool:
+    """Whether ``module`` is the library ``name`` instruments, not an app module of the same name
+    (an app's own ``agents.py`` is not the Agents SDK): one of the distributions its ``package``
+    declares is installed in a version it supports, and the module was loaded from there."""
+    try:
+        if not _declared(registry()[name].partition(":")[0]):
+            return True
+        installed = _installed(name)
+    except Exception:  # cannot tell: let instrument() try, as it would without this check
+        return True
+    origin = getattr(module, "__file__", None)
+    for dist, supported in installed:
+        if not supported:
             continue
         if origin is None:
             return True
@@ -183,22 +192,12 @@ def _unsupported(name: str) -> str | None:
     """``"mcp 1.26.0"`` when the library ``name`` instruments is installed, but only in versions
     its ``package`` does not support; None otherwise (also when it cannot tell)."""
     try:
-        from packaging.requirements import Requirement
-
-        declared = _declared(registry()[name].partition(":")[0])
-        found = []
-        for spec in declared:
-            requirement = Requirement(spec)
-            try:
-                version = importlib.metadata.version(requirement.name)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-            if requirement.specifier.contains(version, prereleases=True):
-                return None
-            found.append(f"{requirement.name} {version}")
+        installed = _installed(name)
     except Exception:
         return None
-    return ", ".join(found) or None
+    if not installed or any(supported for _, supported in installed):
+        return None
+    return ", ".join(f"{dist.metadata['Name']} {dist.version}" for dist, _ in installed)
 
 
 def _left_alone(name: str, module: str) -> None:

@@ -314,3 +314,16 @@ def _detail(exc: urllib.error.HTTPError) -> str | None:
         items = [d for d in detail if isinstance(d, dict)]
         return "; ".join(f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}" for d in items)
     return str(detail) if detail else None
+
+
+def limit_arg(text: str) -> int:
+    """``--limit``: 1 to 1000, as the listing answers (a larger one would be cut silently)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1000, got {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(
+            f"expected 1 to 1000 (the collector returns at most 1000), got {value}"
+        )
+    return value

@@ -13,6 +13,7 @@ from reach_collector.cli.client import (
     add_query_arguments,
     call,
     display_zone,
+    limit_arg,
     print_json,
     query_command,
     requested_zone,
@@ -81,16 +82,6 @@ def run_conversations(args: argparse.Namespace) -> int:
     return 0
 
 
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1000, got {text!r}") from None
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"expected 1 to 1000, got {value}")
-    return value
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `conversations` to the `reach-otel` command line."""
     parser = sub.add_parser(
@@ -98,6 +89,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("conversation_id", metavar="CONVERSATION_ID", nargs="?", help="show its traces")
     parser.add_argument("--window", help="how far back, like 1h or 7d (default 1d for the list)")
-    parser.add_argument("--limit", type=_limit, default=50, help="at most this many (1 to 1000)")
+    parser.add_argument("--limit", type=limit_arg, default=50, help="at most this many (1 to 1000)")
     add_query_arguments(parser)
     parser.set_defaults(func=run_conversations, cli_name="conversations")

@@ -12,6 +12,7 @@ from reach_collector.cli.client import (
     add_query_arguments,
     call,
     display_zone,
+    limit_arg,
     print_json,
     query_command,
     requested_zone,
@@ -58,17 +59,6 @@ def run_traces(args: argparse.Namespace) -> int:
     return 0
 
 
-def _search_limit(text: str) -> int:
-    """``--limit``: 1 to 1000, as the search answers (a larger one would be cut silently)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1000, got {text!r}") from None
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"expected 1 to 1000 (the search returns at most 1000), got {value}")
-    return value
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `trace` and `traces` to the `reach-otel` command line."""
     trace = sub.add_parser("trace", help="print one trace as a span tree")
@@ -84,6 +74,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     traces.add_argument("--until", help="ISO-8601 or unix ns")
     traces.add_argument("--min-duration-ms", type=float, default=None, help="slower than this")
     traces.add_argument("--attr", action="append", metavar="KEY=VALUE", help="a span attribute (repeatable)")
-    traces.add_argument("--limit", type=_search_limit, default=20, help="at most this many (1 to 1000)")
+    traces.add_argument("--limit", type=limit_arg, default=20, help="at most this many (1 to 1000)")
     add_query_arguments(traces, "a rendering")
     traces.set_defaults(func=run_traces, cli_name="traces")

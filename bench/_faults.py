@@ -18,21 +18,14 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from reach_collector.query import cause
 from reach_collector.store import schema
 from reach_otel import handoff_state as hf
 from reach_otel import semconv as sc
 
 MS: Final = 1_000_000
-KINDS: Final = (
-    "tool_error",
-    "llm_error",
-    "agent_error",
-    "handoff_rejected",
-    "handoff_failed",
-    "handoff_expired",
-    "loop",
-    "hop_limit",
-)
+# The kinds SPEC §17 names (every one the diagnosis knows but span_error, a span outside GenAI).
+KINDS: Final = tuple(k for k in cause.KINDS if k != "span_error")
 AGENTS: Final = tuple(f"Agent{c}" for c in "ABCDEFGH")
 TOOLS: Final = ("query_invoice", "search_kb", "issue_refund", "lookup_account")
 MODELS: Final = ("small", "large")

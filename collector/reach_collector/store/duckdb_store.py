@@ -50,6 +50,9 @@ def _out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.Error) and ("out of memory" in text or "failed to pin block" in text)
 
 
+_BATCH_ROWS: Final = 16  # side-table rows from which an append goes in as one columnar batch
+
+
 class DuckDBStore:
     """Spans and the trace lookup table in one DuckDB database (a file, or ``:memory:``)."""
 
@@ -234,18 +237,30 @@ class DuckDBStore:
         return int(deleted[0][0]) if deleted else 0
 
     def append(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Append rows to one of the small side tables (heartbeats, alert history), in one
-        transaction; columns in ``schema.AUX_TABLES`` order."""
+        """Append rows to one of the side tables (heartbeats, alert history, evaluations), in one
+        transaction; columns in ``schema.AUX_TABLES`` order. A few rows are bound as parameters;
+        more go in as one columnar batch (an evaluations request holds hundreds: row by row, DuckDB
+        would take them at a thousand a second)."""
         columns = AUX_COLUMNS.get(table)
         if columns is None:
             raise ValueError(f"unknown side table {table!r}")
         if not rows:
             return
         con = self._con
-        marks = ", ".join("?" * len(columns))
+        names = ", ".join(columns)
         con.execute("BEGIN TRANSACTION")
         try:
-            con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", list(rows))
+            if len(rows) < _BATCH_ROWS:
+                marks = ", ".join("?" * len(columns))
+                con.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(rows))
+            else:
+                by_column = zip(*rows, strict=True)
+                batch = pa.table({name: list(v) for name, v in zip(columns, by_column, strict=True)})
+                con.register("appended_rows", batch)
+                try:
+                    con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM appended_rows")
+                finally:
+                    con.unregister("appended_rows")
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")

@@ -67,7 +67,8 @@ def logs_body(n: int, first: int) -> bytes:
                 _kv(sc.GEN_AI_EVALUATION_EXPLANATION, "the amount matches the invoice"),
             ]
         )
-    return request.SerializeToString()
+    body: bytes = request.SerializeToString()
+    return body
 
 
 def traces_body(n: int, first: int) -> bytes:
@@ -91,7 +92,8 @@ def traces_body(n: int, first: int) -> bytes:
                 _kv("app.answer", "the amount matches the invoice"),
             ]
         )
-    return request.SerializeToString()
+    body: bytes = request.SerializeToString()
+    return body
 
 
 def _collector(db: Path, port: int) -> subprocess.Popen[bytes]:
@@ -111,7 +113,7 @@ def _collector(db: Path, port: int) -> subprocess.Popen[bytes]:
 
 def ingest(batch: int, requests: int, rounds: int) -> dict[str, list[float]]:
     """Records (spans) per second, per round, for logs and traces alternately."""
-    from collector_process import free_port  # type: ignore[import-not-found]  # tests/ helper
+    from collector_process import free_port  # tests/ helper
 
     port = free_port()
     rates: dict[str, list[float]] = {"/v1/logs": [], "/v1/traces": []}
@@ -166,9 +168,12 @@ def quality_timing(db: Path, n_spans: int, evaluations: int, runs: int) -> dict[
         for label, window_s in WINDOWS:
             for by in ("agent", "evaluation", "model"):
                 body = quality(store, now_ns, window_s, by)
-                out[f"{label} by {by} ({sum(g['evaluations'] for g in body['groups']):,} in window)"] = (
-                    spans_bench.time_runs(lambda w=window_s, b=by: quality(store, now_ns, w, b), runs)
-                )
+                seen = sum(g["evaluations"] for g in body["groups"])
+
+                def run(w: float = window_s, b: str = by) -> object:
+                    return quality(store, now_ns, w, b)
+
+                out[f"{label} by {by} ({seen:,} in window)"] = spans_bench.time_runs(run, runs)
     finally:
         store.close()
     return out
@@ -196,12 +201,8 @@ def main() -> int:
     print(
         f"one client, {args.batch} records a request, {args.requests} requests a round, {args.rounds} rounds"
     )
-    print(
-        f"/v1/logs    evaluation records/s  median {logs:>9,.0f}  rounds {[round(r) for r in rates['/v1/logs']]}"
-    )
-    print(
-        f"/v1/traces  spans/s               median {spans:>9,.0f}  rounds {[round(r) for r in rates['/v1/traces']]}"
-    )
+    for path, what, median in (("/v1/logs", "evaluation records/s", logs), ("/v1/traces", "spans/s", spans)):
+        print(f"{path:<11} {what:<21} median {median:>9,.0f}  rounds {[round(r) for r in rates[path]]}")
     print(f"logs / traces: {logs / spans:.2f}x")
     return 0
 

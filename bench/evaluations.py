@@ -148,8 +148,8 @@ def add_evaluations(db: Path, n: int) -> int:
             con.execute(
                 "INSERT INTO evaluations SELECT end_ns + 1000000000, trace_id, span_id, NULL, 'correctness',"
                 " CAST(hash(span_id) % 2 AS DOUBLE), CASE WHEN hash(span_id) % 2 = 1 THEN 'correct'"
-                " ELSE 'incorrect' END, 'bench', NULL, 'bench', 'log' FROM spans"
-                f" WHERE operation = '{sc.OP_AGENT}' USING SAMPLE {n - have} ROWS"
+                " ELSE 'incorrect' END, 'bench', NULL, 'bench', 'log'"
+                f" FROM (SELECT * FROM spans WHERE operation = '{sc.OP_AGENT}') USING SAMPLE {n - have} ROWS"
             )
         return int(con.execute("SELECT count(*) FROM evaluations").fetchall()[0][0])
     finally:

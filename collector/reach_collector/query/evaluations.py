@@ -87,11 +87,24 @@ def _walk_rows(
     ``since_ns``: the walk's columns, model, start."""
     columns = f"SELECT {', '.join(WALK_COLUMNS)}, model, start_ns FROM spans WHERE end_ns >= ?"
     if source is not None:
-        return store.query(f"{columns} AND trace_id IN ({source[0]})", [since_ns, *source[1]])
+        since = _first_start(store, source[0], source[1], since_ns)
+        return store.query(f"{columns} AND trace_id IN ({source[0]})", [since, *source[1]])
     rows: list[tuple[Any, ...]] = []
     for chunk in _chunks(sorted(trace_ids)):
-        rows += store.query(f"{columns} AND trace_id IN ({_marks(len(chunk))})", [since_ns, *chunk])
+        since = _first_start(store, _marks(len(chunk)), chunk, since_ns)
+        rows += store.query(f"{columns} AND trace_id IN ({_marks(len(chunk))})", [since, *chunk])
     return rows
+
+
+def _first_start(store: TraceStore, among: str, params: Sequence[Any], since_ns: int) -> int:
+    """The earliest start of the traces ``among`` selects, from the trace lookup (no span of them
+    ends before it), or ``since_ns`` when that is later: it bounds the span scan by their own
+    time, not by the whole lookback."""
+    found = store.query(
+        f"SELECT min(first_start_ns) FROM {store.trace_bounds} WHERE trace_id IN ({among})", list(params)
+    )
+    first = found[0][0] if found else None
+    return since_ns if first is None else max(since_ns, int(first))
 
 
 class _Spans:

@@ -67,12 +67,17 @@ def test_demo_reads_at_80_columns_piped(demo: tuple[str, Path]) -> None:
     sent = text.split("\nsent ", 1)[1].split("───", 1)[0]
     assert "{" not in sent and "answered" in sent and "refund requests" in sent
     alerts = text.split(" alerts ─", 1)[1].split("\n", 1)[1].split("who was paged", 1)[0].rsplit("\n", 1)[0]
-    entries = [line.split()[:2] for line in alerts.splitlines() if line.startswith(("P0 ", "P1 ", "P2 "))]
+    heads = [line for line in alerts.splitlines() if line.startswith(("P0 ", "P1 ", "P2 "))]
+    entries = [line.split()[:2] for line in heads]
     for alert in ("P0 ReachSuccessRateLow", "P1 ReachP99LatencyHigh", "P2 ReachAgentHeartbeatLost"):
         assert alert.split() in entries, alerts
-    with CollectorProcess(db) as collector:  # one line per alert: its episodes folded into it
-        episodes = collector.get("/api/alerts")["alerts"]
-    assert len(entries) == len({a["fingerprint"] for a in episodes}) < len(episodes), alerts
+    # One line per alert, its episodes folded into it. The stored history the API reads after a
+    # restart keeps what fired; an alert still pending when the demo ended may never have been.
+    pending = sum(" pending since " in line for line in heads)
+    with CollectorProcess(db) as collector:
+        episodes = [a for a in collector.get("/api/alerts")["alerts"] if a["state"] != "pending"]
+    stored = len({a["fingerprint"] for a in episodes})
+    assert stored <= len(entries) <= stored + pending and stored < len(episodes), alerts
     # what wraps stays under its alert (indented), never at the start of a line of its own
     assert all(line.startswith(("P0 ", "P1 ", "P2 ", "   ")) for line in alerts.strip().splitlines()), alerts
 

@@ -17,9 +17,7 @@ added, each on an agent span of the store and stamped a second after it ended: p
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -96,45 +94,27 @@ def traces_body(n: int, first: int) -> bytes:
     return body
 
 
-def _collector(db: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REACH_"))}
-    cmd = [sys.executable, "-m", "reach_collector", "--port", str(port), "--grpc-port", "0", "--db", str(db)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the collector did not start")
-
-
 def ingest(batch: int, requests: int, rounds: int) -> dict[str, list[float]]:
     """Records (spans) per second, per round, for logs and traces alternately."""
-    from collector_process import free_port  # tests/ helper
+    from collector_process import CollectorProcess  # tests/ helper: a real collector process
 
-    port = free_port()
     rates: dict[str, list[float]] = {"/v1/logs": [], "/v1/traces": []}
-    with tempfile.TemporaryDirectory() as folder:
-        proc = _collector(Path(folder) / "bench.duckdb", port)
-        try:
-            client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=PROTOBUF, timeout=60)
-            first = 1
-            for _ in range(rounds):
-                for path, make in (("/v1/logs", logs_body), ("/v1/traces", traces_body)):
-                    bodies = [make(batch, first + k * batch) for k in range(requests)]
-                    first += requests * batch
-                    started = time.perf_counter()
-                    for body in bodies:
-                        answer = client.post(path, content=body)
-                        answer.raise_for_status()
-                    rates[path].append(batch * requests / (time.perf_counter() - started))
-                print(f"  round {len(rates['/v1/logs'])}/{rounds}", file=sys.stderr)
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        CollectorProcess(Path(folder) / "bench.duckdb") as collector,
+    ):
+        client = httpx.Client(base_url=collector.url, headers=PROTOBUF, timeout=60)
+        first = 1
+        for _ in range(rounds):
+            for path, make in (("/v1/logs", logs_body), ("/v1/traces", traces_body)):
+                bodies = [make(batch, first + k * batch) for k in range(requests)]
+                first += requests * batch
+                started = time.perf_counter()
+                for body in bodies:
+                    answer = client.post(path, content=body)
+                    answer.raise_for_status()
+                rates[path].append(batch * requests / (time.perf_counter() - started))
+            print(f"  round {len(rates['/v1/logs'])}/{rounds}", file=sys.stderr)
     return rates
 
 

@@ -38,7 +38,7 @@ def _doc(owner_url: str, route_url: str) -> dict[str, Any]:
     }
 
 
-def _judged_requests(c: Live) -> None:
+def _judged_requests(c: Live) -> list[tuple[str, str, str, int]]:
     """Six requests a minute ago, every span OK; Billing's answers judged incorrect in five, Triage's
     correct in all six (the verdicts posted as a front end would, on the agents' spans)."""
     app = App(c.url, base_ns=time.time_ns() - 60 * 1_000_000_000)
@@ -56,7 +56,10 @@ def _judged_requests(c: Live) -> None:
     for trace_id, triage, billing, i in spans:
         for span_id, label in ((triage, "correct"), (billing, "incorrect" if i < 5 else "correct")):
             body = {"trace_id": trace_id, "span_id": span_id, "name": "correctness", "label": label}
+            if label == "incorrect":
+                body["comment"] = f"wrong amount in request {i}"
             assert c.post("/api/feedback", body).status_code == 202
+    return spans
 
 
 def test_an_agent_judged_bad_pages_its_owner_though_its_status_codes_are_ok(tmp_path: Path) -> None:
@@ -65,7 +68,7 @@ def test_an_agent_judged_bad_pages_its_owner_though_its_status_codes_are_ok(tmp_
         Receiver() as alice,
         live_collector(tmp_path / "t.duckdb", _doc(dave.url, alice.url), alert_loop=False) as c,
     ):
-        _judged_requests(c)
+        requests = _judged_requests(c)
         golden = {g["key"]: g for g in c.get("/api/metrics/golden", window="15m")["groups"]}
         assert golden["Billing"]["errors"] == 0 and golden["Billing"]["calls"] == 6
         now = time.time()
@@ -78,6 +81,12 @@ def test_an_agent_judged_bad_pages_its_owner_though_its_status_codes_are_ok(tmp_
         ]
         notes = firing[0]["annotations"]
         assert notes["good_ratio"] == "0.1667" and notes["evaluations"] == "6"
+        # its cause (§17 for a quality alert): the evaluation that failed, with its explanation
+        assert notes["cause"] == (
+            "5 of Billing's 6 answers judged bad on correctness; "
+            "the latest incorrect: wrong amount in request 4"
+        )
+        assert notes["cause_traces"].split(",") == [t for t, *_ in reversed(requests[:5])]
         assert "correctness judged good in 16.7% of 6 answers" in notes["summary"]
         assert notes["value"] == f"{(5 / 6) / 0.1:.4g}"  # the burn: bad share over the budget
         # the owner is paged, not the severity's route

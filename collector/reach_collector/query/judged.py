@@ -5,7 +5,7 @@ agent, else its nearest agent ancestor's) — its score and label, for the rule 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from reach_collector.query.evaluations import LOOKBACK_NS, owners_of
 from reach_collector.store.base import TraceStore
@@ -22,7 +22,16 @@ __all__ = [
 
 MAX_JUDGED: Final = 200_000  # evaluations one window reads at most (the newest)
 
-Verdict = tuple[float | None, str | None]  # (score, label)
+
+class Verdict(NamedTuple):
+    """One evaluation as a quality SLO reads it."""
+
+    score: float | None
+    label: str | None
+    explanation: str | None = None
+    trace_id: str | None = None
+
+
 # What ``quality.default`` judges good when the config says nothing.
 DEFAULT_GOOD_LABELS: Final = ("correct", "good", "pass", "positive", "resolved", "yes")
 DEFAULT_MIN_SCORE: Final = 0.5
@@ -88,18 +97,19 @@ def _marks(n: int) -> str:
 
 
 def judged_by_agent(store: TraceStore, now_ns: int, window_s: float, name: str) -> dict[str, list[Verdict]]:
-    """Per agent, the (score, label) of each evaluation ``name`` made in ``(now − window, now]``;
-    an evaluation whose span is not found belongs to no agent and is left out."""
+    """Per agent, newest first, each evaluation ``name`` made in ``(now − window, now]``; an
+    evaluation whose span is not found belongs to no agent and is left out."""
     lo = now_ns - int(window_s * 1_000_000_000)
     window = "FROM evaluations WHERE name = ? AND time_ns > ? AND time_ns <= ?"
     newest = f"ORDER BY time_ns DESC LIMIT {MAX_JUDGED}"
     found = store.query(
-        f"SELECT trace_id, span_id, response_id, score, label {window} {newest}", [name, lo, now_ns]
+        f"SELECT trace_id, span_id, response_id, score, label, explanation {window} {newest}",
+        [name, lo, now_ns],
     )
     traces = (f"SELECT trace_id {window} AND trace_id IS NOT NULL", [name, lo, now_ns])
     landed = owners_of(store, [(t, s, r) for t, s, r, *_ in found], lo - LOOKBACK_NS, traces)
     out: dict[str, list[Verdict]] = {}
-    for where, (*_, score, label) in zip(landed, found, strict=True):
+    for where, (trace_id, _span, _response, score, label, explanation) in zip(landed, found, strict=True):
         if where.agent is not None:
-            out.setdefault(where.agent, []).append((score, label))
+            out.setdefault(where.agent, []).append(Verdict(score, label, explanation, trace_id))
     return out

@@ -19,7 +19,7 @@ from reach_collector.alerting.inputs.topology_windows import DEFAULT_SETTLE_S, E
 from reach_collector.query import topology
 from reach_collector.query.causes import window_causes
 from reach_collector.query.heartbeats import last_heartbeats
-from reach_collector.query.judged import judged_by_agent
+from reach_collector.query.judged import Verdict, judged_by_agent
 from reach_collector.query.metrics import agent_window_stats
 from reach_collector.query.pricing import PriceTable
 from reach_collector.store.base import TraceStore
@@ -76,10 +76,8 @@ class StoreAlertData:
         span = min(window_s, MAX_WINDOW_S)
         return window_causes(self._store, int(now * _NS), span, PriceTable(self._prices), agent=agent)
 
-    def judged(
-        self, now: float, window_s: float, name: str
-    ) -> Mapping[str, list[tuple[float | None, str | None]]]:
-        """Per agent, the (score, label) of the evaluations ``name`` made in the window (SPEC §18)."""
+    def judged(self, now: float, window_s: float, name: str) -> Mapping[str, list[Verdict]]:
+        """Per agent, newest first, the evaluations ``name`` made in the window (SPEC §18)."""
         return judged_by_agent(self._store, int(now * _NS), window_s, name)
 
     def heartbeats(self, now: float) -> Mapping[str, Heartbeat]:

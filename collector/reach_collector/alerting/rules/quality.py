@@ -76,10 +76,27 @@ def parse_quality(name: str, spec: Mapping[str, Any], key: str) -> QualityRuleCo
 def is_good(verdict: Verdict, good_labels: Sequence[str], min_score: float | None) -> bool:
     """A verdict is good when its label is one of ``good_labels`` (when given), else when its
     score is at least ``min_score``; one with neither is not good."""
-    score, label = verdict
     if good_labels:
-        return label in good_labels
-    return min_score is not None and score is not None and score >= min_score
+        return verdict.label in good_labels
+    return min_score is not None and verdict.score is not None and verdict.score >= min_score
+
+
+def cause(evaluation: str, agent: str, bad: Sequence[Verdict], n: int) -> dict[str, str]:
+    """SPEC §17 for a quality alert: the evaluation that failed, with its explanation (the newest
+    bad verdict's, and how many were bad), and up to five of the traces judged bad."""
+    if not bad:
+        return {}
+    newest = bad[0]
+    if newest.label is not None:
+        verdict = newest.label
+    else:
+        verdict = "bad" if newest.score is None else f"score {newest.score:g}"
+    why = f": {newest.explanation}" if newest.explanation else ""
+    traces = list(dict.fromkeys(v.trace_id for v in bad if v.trace_id))[:5]
+    return {
+        "cause": f"{len(bad)} of {agent}'s {n} answers judged bad on {evaluation}; the latest {verdict}{why}",
+        "cause_traces": ",".join(traces),
+    }
 
 
 class QualityData(Protocol):
@@ -140,6 +157,9 @@ class QualityRule:
             n, bad = counts(window.long_s)[agent]
             pair = f"{format_duration_s(window.long_s)}/{format_duration_s(window.short_s)}"
             good = 1 - bad / n
+            judged_bad = [
+                v for v in judged[window.long_s][agent] if not is_good(v, c.good_labels, c.min_score)
+            ]
             out.append(
                 Sample(
                     {"agent": agent, "evaluation": c.evaluation},
@@ -152,6 +172,7 @@ class QualityRule:
                         "windows": pair,
                         "good_ratio": f"{good:.4g}",
                         "evaluations": str(n),
+                        **cause(c.evaluation, agent, judged_bad, n),
                     },
                 )
             )

@@ -4,6 +4,7 @@ agent, else its nearest agent ancestor's) — its score and label, for the rule 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -18,6 +19,7 @@ __all__ = [
     "Judgement",
     "Verdict",
     "judged_by_agent",
+    "rule_judges_good",
 ]
 
 MAX_JUDGED: Final = 200_000  # evaluations one window reads at most (the newest)
@@ -39,6 +41,16 @@ DEFAULT_MIN_SCORE: Final = 0.5
 _SKEW_NS: Final = 3600 * 1_000_000_000
 
 
+def rule_judges_good(
+    score: float | None, label: str | None, good_labels: Sequence[str], min_score: float | None
+) -> bool:
+    """How a quality rule judges one verdict: good when its label is one of ``good_labels`` (when
+    the rule gives them), else when its score is at least ``min_score``; neither is not good."""
+    if good_labels:
+        return label in good_labels
+    return min_score is not None and score is not None and score >= min_score
+
+
 @dataclass(frozen=True)
 class Judgement:
     """When an evaluation is judged good (SPEC §18): an evaluation a quality rule watches, as that
@@ -54,9 +66,7 @@ class Judgement:
     def good(self, name: str, score: float | None, label: str | None) -> bool:
         for rule_name, labels, min_score in self.rules:
             if rule_name == name:
-                if labels:
-                    return label in labels
-                return min_score is not None and score is not None and score >= min_score
+                return rule_judges_good(score, label, labels, min_score)
         if label is not None:
             return label in self.good_labels
         return score is not None and score >= self.min_score

@@ -20,7 +20,7 @@ from reach_collector.alerting.rules.base import since_breach
 from reach_collector.alerting.rules.burn_rate import burning
 from reach_collector.alerting.rules.spec import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
 from reach_collector.config_values import ConfigError
-from reach_collector.query.judged import Verdict
+from reach_collector.query.judged import Verdict, rule_judges_good
 from reach_collector.text.durations import format_duration_s
 
 __all__ = ["QualityData", "QualityRule", "QualityRuleConfig", "is_good", "parse_quality"]
@@ -74,11 +74,8 @@ def parse_quality(name: str, spec: Mapping[str, Any], key: str) -> QualityRuleCo
 
 
 def is_good(verdict: Verdict, good_labels: Sequence[str], min_score: float | None) -> bool:
-    """A verdict is good when its label is one of ``good_labels`` (when given), else when its
-    score is at least ``min_score``; one with neither is not good."""
-    if good_labels:
-        return verdict.label in good_labels
-    return min_score is not None and verdict.score is not None and verdict.score >= min_score
+    """A verdict as the rule judges it (``query.judged.rule_judges_good``, which ``resolved`` uses too)."""
+    return rule_judges_good(verdict.score, verdict.label, good_labels, min_score)
 
 
 def cause(evaluation: str, agent: str, bad: Sequence[Verdict], n: int) -> dict[str, str]:
@@ -144,17 +141,20 @@ class QualityRule:
         spans = sorted({w for pair in c.windows for w in (pair.long_s, pair.short_s)})
         judged = {w: data.judged(now, w, c.evaluation) for w in spans}
 
-        def counts(window_s: float) -> Mapping[str, tuple[int, int]]:
-            return {
+        # (verdicts, bad verdicts) per agent, counted once per window
+        tallies = {
+            w: {
                 agent: (len(verdicts), sum(not is_good(v, c.good_labels, c.min_score) for v in verdicts))
-                for agent, verdicts in judged[window_s].items()
+                for agent, verdicts in by_agent.items()
             }
+            for w, by_agent in judged.items()
+        }
 
         out = []
         for agent, (burn, window) in sorted(
-            burning(c.windows, c.objective, c.min_evaluations, counts).items()
+            burning(c.windows, c.objective, c.min_evaluations, tallies.__getitem__).items()
         ):
-            n, bad = counts(window.long_s)[agent]
+            n, bad = tallies[window.long_s][agent]
             pair = f"{format_duration_s(window.long_s)}/{format_duration_s(window.short_s)}"
             good = 1 - bad / n
             judged_bad = [

@@ -34,8 +34,9 @@ def commands() -> list[list[str]]:
 
 
 def test_readme_starts_with_the_two_commands() -> None:
+    """The title, then straight away the block of the two one-line commands: nothing before them."""
     first = FENCE.search(README)
-    assert first is not None and README.startswith("```bash\n")
+    assert first is not None and README.startswith("# reach-otel\n\n```bash\n")
     lines = [line for line in first.group(2).splitlines() if line.strip()]
     assert len(lines) == 2
     assert lines[0].endswith("reach-otel demo")

@@ -23,6 +23,15 @@ that both sides pass through several checkpoints (the collector's come every 122
 store that runs for days does.
 
     python bench/ingest.py [--workloads standard heavy] [--requests 800] [--clients 1 4]
+
+``--baseline-rev REV`` measures the collector of another revision beside this tree's, in the same
+run: REV's source is exported into a temporary directory (its compiled decoder built there), and
+for each workload and client count the raw insert runs once, then both collectors, one after the
+other (the order alternating from cell to cell, so drift in the machine's load falls on both
+sides), with the same clients, lookups and bodies. A table at the end puts them side by side with
+the ratios, the raw insert and the load average (``os.getloadavg``) at each run.
+
+    python bench/ingest.py --baseline-rev dfb05a0
 """
 
 from __future__ import annotations
@@ -172,6 +181,7 @@ class Run:
     cpu: tuple[float, float]
     lookup_ms: list[float]
     lookup_statuses: dict[int, int]
+    load: float = 0.0  # the 1-minute load average as the run ended
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -186,9 +196,11 @@ def collector_ingest(
     db: Path,
     pure_python: bool = False,
     lookups_per_s: float = 10.0,
+    source: Path | None = None,
 ) -> Run:
+    """The collector of this tree, or of ``source`` (an exported revision, see ``baseline_tree``)."""
     port = _free_port()
-    env = dict(os.environ, REACH_COLLECTOR_PURE_PYTHON="1" if pure_python else "0")
+    env = _collector_env(source, pure_python)
     proc = subprocess.Popen(
         [sys.executable, "-m", "reach_collector", "--db", str(db), "--port", str(port), "--grpc-port", "0"],
         stdout=subprocess.DEVNULL,
@@ -236,7 +248,59 @@ def collector_ingest(
     row = con.execute("SELECT count(*) FROM spans").fetchone()
     stored = int(row[0]) if row else 0
     con.close()
-    return Run(elapsed, statuses, stored, cpu, [x * 1000 for x in latencies], lookup_statuses)
+    return Run(
+        elapsed, statuses, stored, cpu, [x * 1000 for x in latencies], lookup_statuses, os.getloadavg()[0]
+    )
+
+
+def _collector_env(source: Path | None, pure_python: bool) -> dict[str, str]:
+    env = dict(os.environ, REACH_COLLECTOR_PURE_PYTHON="1" if pure_python else "0")
+    if source is not None:  # ahead of the installed tree: that revision's packages are imported
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(source / "collector"), str(source), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+    return env
+
+
+def baseline_tree(rev: str, into: Path) -> tuple[Path, str]:
+    """Revision ``rev`` of this repository exported into ``into`` with its compiled decoder built
+    in place; returns the tree and the revision's short hash."""
+    repo = Path(__file__).resolve().parent.parent
+    short = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--short", f"{rev}^{{commit}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    into.mkdir(parents=True)
+    archive = subprocess.Popen(
+        ["git", "-C", str(repo), "archive", "--format=tar", short], stdout=subprocess.PIPE
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, check=True)
+    if archive.wait() != 0:
+        raise RuntimeError(f"could not export revision {rev}")
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=into,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import reach_collector.ingest.fast as f; print(f.__file__, f.why_off() or 'compiled')",
+        ],
+        env=_collector_env(into, False),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    if not where or not Path(where[0]).resolve().is_relative_to(into.resolve()):
+        raise RuntimeError(f"the baseline's packages are not the ones imported: {where}")
+    if where[-1] != "compiled":
+        raise RuntimeError(f"the baseline's compiled decoder did not build: {' '.join(where[1:])}")
+    return into, short
 
 
 def _trace_ids(body: bytes) -> list[str]:
@@ -249,6 +313,70 @@ def _trace_ids(body: bytes) -> list[str]:
         for s in ss.spans
     }
     return sorted(ids)
+
+
+def _line(
+    workload: str, label: str, clients: int, spans: int, raw_rate: float, run: Run, lookups: bool
+) -> str:
+    rate = spans / run.elapsed
+    main_cpu, decoder_cpu = run.cpu
+    looked = (
+        f"; trace-by-id during ingest p50 {_percentile(run.lookup_ms, 0.5):.1f} ms, "
+        f"p99 {_percentile(run.lookup_ms, 0.99):.1f} ms "
+        f"({len(run.lookup_ms)} lookups, statuses {run.lookup_statuses})"
+        if lookups
+        else ""
+    )
+    return (
+        f"[{workload}] collector durable ingest ({label}), {clients} client(s): "
+        f"{rate:,.0f} spans/s ({rate / raw_rate:.2f}x the raw insert's {raw_rate:,.0f}); "
+        f"statuses {run.statuses}; "
+        f"stored {run.stored}/{spans}; CPU µs/span: collector process "
+        f"{main_cpu / spans * 1e6:.1f}, decoder processes {decoder_cpu / spans * 1e6:.1f}"
+        f"{looked}; load average {run.load:.2f}"
+    )
+
+
+@dataclass
+class Cell:
+    workload: str
+    path: str
+    clients: int
+    spans: int
+    raw_rate: float
+    runs: dict[str, Run]  # by side: "before" (the baseline revision), "after" (this tree)
+
+
+def _table(cells: list[Cell], sides: list[str], lookups: bool) -> list[str]:
+    """Markdown rows: each cell's spans/s and ratio to the raw insert per side, the trace-by-id p99,
+    the collector's CPU per span, the raw insert and the load averages."""
+
+    def one(cell: Cell, side: str) -> str:
+        run = cell.runs[side]
+        rate = cell.spans / run.elapsed
+        return (
+            f"{rate / 1000:.1f} k = **{rate / cell.raw_rate:.2f}×** ({run.cpu[0] / cell.spans * 1e6:.1f} µs)"
+        )
+
+    def p99(cell: Cell, side: str) -> str:
+        return f"{_percentile(cell.runs[side].lookup_ms, 0.99):.1f}" if lookups else "-"
+
+    head = ["workload, clients", *sides]
+    if len(sides) == 2:
+        head.append("after / before")
+    head += [f"trace-by-id p99 ms ({' / '.join(sides)})", "raw insert", "load average"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell in cells:
+        row = [f"{cell.workload}{'' if cell.path == 'compiled' else ' (pure)'}, {cell.clients}"]
+        row += [one(cell, side) for side in sides]
+        if len(sides) == 2:
+            before, after = (cell.runs[side].elapsed for side in sides)
+            row.append(f"{before / after:.2f}×")
+        row.append(" / ".join(p99(cell, side) for side in sides))
+        row.append(f"{cell.raw_rate / 1000:.1f} k")
+        row.append(" / ".join(f"{cell.runs[side].load:.2f}" for side in sides))
+        rows.append("| " + " | ".join(row) + " |")
+    return rows
 
 
 def main() -> None:
@@ -272,14 +400,30 @@ def main() -> None:
         default=10.0,
         help="trace-by-id requests a second during ingest (0: none)",
     )
+    parser.add_argument(
+        "--baseline-rev",
+        metavar="REV",
+        help='also measure the collector at this git revision ("before"), beside this tree ("after")',
+    )
     args = parser.parse_args()
     from reach_collector.ingest import fast
 
     if "compiled" in args.paths and not fast.enabled():
         parser.error("the compiled decode path is not built here (or REACH_COLLECTOR_PURE_PYTHON is set)")
     print(f"{os.cpu_count()} CPUs; command: python bench/ingest.py {' '.join(sys.argv[1:])}".rstrip())
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results: list[str] = []
+    cells: list[Cell] = []
+    lookups = args.lookups_per_s > 0
     with tempfile.TemporaryDirectory() as tmp:
+        sources: dict[str, Path | None] = {"after": None}
+        labels = {"after": "this tree"}
+        if args.baseline_rev:
+            tree, short = baseline_tree(args.baseline_rev, Path(tmp) / "baseline")
+            sources = {"before": tree, "after": None}
+            labels = {"before": f"before: {short}", "after": "after: this tree"}
+            print(f"before: revision {short}, exported and built in a temporary directory; after: this tree")
+        sides = list(sources)
         for workload in args.workloads:
             bodies = make_bodies(args.requests, args.spans_per_request, heavy=WORKLOADS[workload])
             trace_ids = [_trace_ids(b) for b in bodies]
@@ -298,43 +442,40 @@ def main() -> None:
             )
             for path in args.paths:
                 for clients in args.clients:
-                    # The raw insert right before each collector run: the machine's load drifts.
+                    # The raw insert right before each pair of collector runs: the machine's load drifts.
                     n, elapsed = raw_insert(bodies, Path(tmp) / f"raw-{workload}-{path}{clients}.duckdb")
                     raw_rate = n / elapsed
                     print(
                         f"[{workload}] raw DuckDB Arrow insert (64k-row commits + checkpoint): "
-                        f"{raw_rate:,.0f} spans/s"
+                        f"{raw_rate:,.0f} spans/s; load average {os.getloadavg()[0]:.2f}"
                     )
-                    run = collector_ingest(
-                        bodies,
-                        trace_ids,
-                        clients,
-                        Path(tmp) / f"{workload}-{path}{clients}.duckdb",
-                        pure_python=path == "pure",
-                        lookups_per_s=args.lookups_per_s,
-                    )
-                    rate = spans / run.elapsed
-                    main_cpu, decoder_cpu = run.cpu
-                    lookups = (
-                        f"; trace-by-id during ingest p50 {_percentile(run.lookup_ms, 0.5):.1f} ms, "
-                        f"p99 {_percentile(run.lookup_ms, 0.99):.1f} ms "
-                        f"({len(run.lookup_ms)} lookups, statuses {run.lookup_statuses})"
-                        if args.lookups_per_s > 0
-                        else ""
-                    )
-                    line = (
-                        f"[{workload}] collector durable ingest ({path} decode), {clients} client(s): "
-                        f"{rate:,.0f} spans/s ({rate / raw_rate:.2f}x the raw insert's {raw_rate:,.0f}); "
-                        f"statuses {run.statuses}; "
-                        f"stored {run.stored}/{spans}; CPU µs/span: collector process "
-                        f"{main_cpu / spans * 1e6:.1f}, decoder processes {decoder_cpu / spans * 1e6:.1f}"
-                        f"{lookups}"
-                    )
-                    print(line, flush=True)
-                    results.append(line)
+                    cell = Cell(workload, path, clients, spans, raw_rate, {})
+                    # Alternating which side goes first, so a drift in load falls on both.
+                    order = sides if len(cells) % 2 == 0 else sides[::-1]
+                    for side in order:
+                        cell.runs[side] = collector_ingest(
+                            bodies,
+                            trace_ids,
+                            clients,
+                            Path(tmp) / f"{workload}-{path}{clients}-{side}.duckdb",
+                            pure_python=path == "pure",
+                            lookups_per_s=args.lookups_per_s,
+                            source=sources[side],
+                        )
+                        label = f"{path} decode" + (f", {labels[side]}" if len(sides) > 1 else "")
+                        line = _line(workload, label, clients, spans, raw_rate, cell.runs[side], lookups)
+                        print(line, flush=True)
+                        results.append(line)
+                    cells.append(cell)
     print("\nsummary:")
     for line in results:
         print(line)
+    print(
+        "\nSpans/s, the ratio to DuckDB's own Arrow insert run right before, and in brackets the "
+        "collector process's CPU per span:\n"
+    )
+    for row in _table(cells, sides, lookups):
+        print(row)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """Pure shaping of stored rows into the §9 JSON: span objects, the nested tree, trace summaries.
 
+The span tree has one builder, span_tree: the nested ``roots`` and each span's place in that tree
+(``tree_order``, its line in the tree walked depth first, and ``tree_depth``) both come from it, so
+the console (which asks for the spans alone), the CLI and the MCP tools draw the same tree.
+
 A handoff span also carries ``handoff``: its one outcome (SPEC §11, ``handoff_outcome``) with
 ``inferred`` saying whether it came from the target's next agent span in the trace.
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -121,8 +126,9 @@ def trace_json(
     tree: bool = True,
     evaluations: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """The full trace: spans ordered by start time (duplicates from exporter retries dropped) and,
-    unless ``tree`` is false, the nested ``roots`` tree that repeats every span. A dict per span:
+    """The full trace: spans ordered by start time (duplicates from exporter retries dropped), each
+    with its place in the span tree (``tree_order``, ``tree_depth``: span_tree) and, unless ``tree``
+    is false, the nested ``roots`` tree that repeats every span. A dict per span:
     the reference that trace_body's bytes are held to. A span evaluated (``evaluations``: span id
     → its evaluations, query.evaluations) carries ``evaluations``, as a handoff span ``handoff``."""
     seen: set[str] = set()
@@ -135,14 +141,21 @@ def trace_json(
         kept.append(row)
         spans.append(span_json(row))
     runs = agent_runs(kept)
-    for row, span in zip(kept, spans, strict=True):
+    placed = span_tree(
+        [s["span_id"] for s in spans],
+        [s["parent_span_id"] for s in spans],
+        [s["start_time_unix_nano"] for s in spans],
+    )
+    for i, (row, span) in enumerate(zip(kept, spans, strict=True)):
         if row["operation"] == sc.OP_HANDOFF:
             span["handoff"] = handoff_json(row, runs)
         if evaluations and row["span_id"] in evaluations:
             span["evaluations"] = evaluations[row["span_id"]]
+        span["tree_order"] = placed.order[i]
+        span["tree_depth"] = placed.depth[i]
     out: dict[str, Any] = {"trace_id": trace_id, "span_count": len(spans), "spans": spans}
     if tree:
-        out["roots"] = build_tree(spans)
+        out["roots"] = placed.nest(spans)
     return out
 
 
@@ -155,7 +168,7 @@ def trace_body(
 ) -> bytes:
     """The JSON bytes of ``trace_json(trace_id, rows, tree=tree)``, spans encoded a column at a time
     with the stored JSON text spliced in (trace_columns); the nested tree, when asked for, splices
-    the same span texts in build_tree's order, each with its ``children``. A small trace is
+    the same span texts in span_tree's order, each with its ``children``. A small trace is
     shaped as dicts (span_rows.COLUMNS_FROM): that costs less there."""
     if len(rows) < span_rows.COLUMNS_FROM:
         return dumps(trace_json(trace_id, rows, tree=tree, evaluations=evaluations))
@@ -175,43 +188,20 @@ def trace_body(
             if span_id in evaluations:
                 tail = ',"evaluations":' + orjson.dumps(evaluations[span_id]).decode()
                 tails[index] = tails.get(index, "") + tail
-    texts = encode_spans(table, tails)
+    placed = span_tree(
+        table.column("span_id").to_pylist(),
+        table.column("parent_span_id").to_pylist(),
+        table.column("start_ns").to_pylist(),
+    )
+    ends = [f',"tree_order":{k},"tree_depth":{d}' for k, d in zip(placed.order, placed.depth, strict=True)]
+    for index, tail in tails.items():
+        ends[index] = tail + ends[index]
+    texts = encode_spans(table, dict(enumerate(ends)))
     count: int = table.num_rows
     head = b'{"trace_id":%b,"span_count":%d,"spans":[%b]' % (orjson.dumps(trace_id), count, joined(texts))
     if not tree:
         return head + b"}"
-    return head + b',"roots":[' + _nested(table, texts.to_pylist()).encode() + b"]}"
-
-
-def _nested(table: pa.Table, texts: list[str]) -> str:
-    """The roots tree as text: build_tree over each span's ids and start, every span's own text
-    (less its closing brace) followed by its children."""
-    keys = zip(
-        table.column("span_id").to_pylist(),
-        table.column("parent_span_id").to_pylist(),
-        table.column("start_ns").to_pylist(),
-        strict=True,
-    )
-    light = [
-        {"span_id": s, "parent_span_id": p, "start_time_unix_nano": t, "at": i}
-        for i, (s, p, t) in enumerate(keys)
-    ]
-    parts: list[str] = []
-
-    def emit(node: dict[str, Any]) -> None:  # recursion depth is bounded by MAX_TREE_DEPTH
-        parts.append(texts[node["at"]][:-1])
-        parts.append(',"children":[')
-        for k, child in enumerate(node["children"]):
-            if k:
-                parts.append(",")
-            emit(child)
-        parts.append("]}")
-
-    for k, root in enumerate(build_tree(light)):
-        if k:
-            parts.append(",")
-        emit(root)
-    return "".join(parts)
+    return head + b',"roots":[' + placed.nested_text(texts.to_pylist()).encode() + b"]}"
 
 
 def agent_runs(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[int, str, int]]]:
@@ -243,45 +233,114 @@ def handoff_json(row: Mapping[str, Any], runs: dict[str, list[tuple[int, str, in
     }
 
 
-def build_tree(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Nest spans under their parents; orphans and cycle members become roots. Iterative."""
-    nodes = {s["span_id"]: {**s, "children": []} for s in spans}
-    children: dict[str, list[str]] = {}
-    roots: list[str] = []
-    for s in spans:
-        parent = s["parent_span_id"]
-        if parent is not None and parent in nodes and parent != s["span_id"]:
-            children.setdefault(parent, []).append(s["span_id"])
+@dataclass(frozen=True, slots=True)
+class SpanTree:
+    """Spans (by their index in the trace's span list) placed in the tree: ``roots`` (orphans in
+    span order, then spans on a parent cycle), each span's ``children`` in start order, and each
+    span's line in the tree walked depth first (``order``) and its depth there (``depth``)."""
+
+    roots: list[int]
+    children: list[list[int]]
+    order: list[int]
+    depth: list[int]
+
+    def preorder(self) -> list[int]:
+        """The span indexes in the tree's depth-first order (``order`` inverted)."""
+        out = [0] * len(self.order)
+        for i, k in enumerate(self.order):
+            out[k] = i
+        return out
+
+    def nest(self, spans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The nested ``roots``: each span a copy of its dict with its ``children`` nested."""
+        nodes = [{**s, "children": []} for s in spans]
+        for node, kids in zip(nodes, self.children, strict=True):
+            node["children"] = [nodes[c] for c in kids]
+        return [nodes[r] for r in self.roots]
+
+    def nested_text(self, texts: Sequence[str]) -> str:
+        """The nested ``roots`` as JSON text from each span's own JSON object text: every span's
+        text (less its closing brace) followed by its ``children``, in one pass over the tree."""
+        parts: list[str] = []
+        before = -1  # the depth of the span written last
+        for i in self.preorder():
+            depth = self.depth[i]
+            if depth <= before:  # the spans written since the last ancestor of this one are closed
+                parts.append("]}" * (before - depth + 1) + ",")
+            parts.append(texts[i][:-1])
+            parts.append(',"children":[')
+            before = depth
+        parts.append("]}" * (before + 1))
+        return "".join(parts)
+
+
+def span_tree(ids: Sequence[str], parents: Sequence[str | None], starts: Sequence[int]) -> SpanTree:
+    """The trace's one tree builder: nest spans under their parents (a span naming itself, or a
+    parent not in the trace, is a root; spans on a parent cycle become roots after the others);
+    deeper than MAX_TREE_DEPTH, a chain's spans hang at that depth; children in start order (then
+    span id). A repeated span id stands for its first span. Iterative: no recursion over depth."""
+    n = len(ids)
+    first: dict[str, int] = {}
+    for i, span_id in enumerate(ids):
+        first.setdefault(span_id, i)
+    kids: list[list[int]] = [[] for _ in range(n)]
+    tops: list[int] = []
+    for i, parent in enumerate(parents):
+        at = first.get(parent) if parent is not None and parent != ids[i] else None
+        if at is None:
+            tops.append(i)
         else:
-            roots.append(s["span_id"])
-    placed: set[str] = set()
-    out: list[dict[str, Any]] = []
+            kids[at].append(i)
+    children: list[list[int]] = [[] for _ in range(n)]
+    placed = bytearray(n)
+    roots: list[int] = []
 
-    def attach(root_id: str) -> None:
-        # (node id, the node that receives its children, depth)
-        stack = [(root_id, nodes[root_id], 0)]
-        placed.add(root_id)
+    def attach(root: int) -> None:
+        roots.append(root)
+        placed[root] = 1
+        stack = [(root, root, 0)]  # (span, the span that receives its children, depth)
         while stack:
-            node_id, holder, depth = stack.pop()
-            target = nodes[node_id] if depth < MAX_TREE_DEPTH else holder
-            for child_id in children.get(node_id, ()):
-                if child_id in placed:
+            at, holder, depth = stack.pop()
+            target = at if depth < MAX_TREE_DEPTH else holder
+            for child in kids[at]:
+                if placed[child]:
                     continue
-                placed.add(child_id)
-                target["children"].append(nodes[child_id])
-                stack.append((child_id, target, depth + 1))
+                placed[child] = 1
+                children[target].append(child)
+                stack.append((child, target, depth + 1))
 
-    for root_id in roots:
-        out.append(nodes[root_id])
-        attach(root_id)
+    for root in tops:
+        attach(root)
     # Spans on a parent cycle were never reached from a root: show them as roots.
-    for s in spans:
-        if s["span_id"] not in placed:
-            out.append(nodes[s["span_id"]])
-            attach(s["span_id"])
-    for node in nodes.values():
-        node["children"].sort(key=lambda n: (n["start_time_unix_nano"], n["span_id"]))
-    return out
+    for i in range(n):
+        if not placed[i]:
+            attach(i)
+
+    def key(i: int) -> tuple[int, str]:
+        return starts[i], ids[i]
+
+    for kids_of in children:
+        if len(kids_of) > 1:
+            kids_of.sort(key=key)
+    order = [0] * n
+    depth = [0] * n
+    line = 0
+    walk = [(r, 0) for r in reversed(roots)]
+    while walk:
+        at, d = walk.pop()
+        order[at], depth[at] = line, d
+        line += 1
+        walk.extend((c, d + 1) for c in reversed(children[at]))
+    return SpanTree(roots, children, order, depth)
+
+
+def build_tree(spans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The nested ``roots`` of ``spans`` (span_tree): each span with its ``children``."""
+    return span_tree(
+        [s["span_id"] for s in spans],
+        [s["parent_span_id"] for s in spans],
+        [s["start_time_unix_nano"] for s in spans],
+    ).nest(spans)
 
 
 def summary_json(row: dict[str, Any]) -> dict[str, Any]:

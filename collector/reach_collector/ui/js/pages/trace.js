@@ -1,7 +1,7 @@
 // Trace: the waterfall of every span (virtualised), the trace's agent graph, its totals, the
 // details of the chosen span and, for a failed trace, its cause (where the failure began, the path
-// to it marked in the waterfall). GET /api/traces/{id}?tree=false (the tree is built from spans),
-// then GET /api/traces/{id}/cause.
+// to it marked in the waterfall). GET /api/traces/{id}?tree=false (the spans, each with its place in
+// the collector's span tree: the nested roots are not needed), then GET /api/traces/{id}/cause.
 
 import { ApiError, get } from "../api.js";
 import { AgentColors } from "../colors.js";

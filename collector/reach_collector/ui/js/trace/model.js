@@ -77,88 +77,37 @@ export function handoffOf(span) {
   };
 }
 
-// Deeper chains are attached at this depth, as the collector's nested tree does.
-export const MAX_TREE_DEPTH = 128;
-
 /**
- * The tree of `spans` (ordered by start time, then span id) from their `parent_span_id`, as the
- * collector nests `roots`: the top-level spans (orphans first, then spans on a parent cycle) and each
- * span's children (`children[i]`, absent for a leaf), as indexes into `spans` in start order.
- * Iterative, on typed arrays: a trace of 10 000 spans takes a few milliseconds.
+ * The spans in the collector's tree order, from the place it gives each span in the tree it nests
+ * as `roots` (views.span_tree, the one builder): `tree_order`, the span's line in that tree walked
+ * depth first, and `tree_depth`. Returns `{ order, depth }` (span indexes by line, and each line's
+ * depth); spans that do not carry a consistent place (a collector that did not send one) are shown
+ * in span order, flat.
  */
-export function spanTree(spans) {
-  const n = spans.length;
-  const byId = new Map();
-  const kept = new Uint8Array(n); // 0: a duplicate id, the first one stands
-  for (let i = 0; i < n; i++) {
-    const id = spans[i].span_id;
-    if (!byId.has(id)) {
-      byId.set(id, i);
-      kept[i] = 1;
-    }
-  }
-  const parent = new Int32Array(n).fill(-1);
-  const count = new Int32Array(n);
-  const tops = [];
-  for (let i = 0; i < n; i++) {
-    if (!kept[i]) continue;
-    const s = spans[i];
-    const p = s.parent_span_id;
-    const pi = p === null || p === undefined || p === s.span_id ? undefined : byId.get(p);
-    if (pi === undefined) tops.push(i);
+export function treeLines(spans) {
+  const count = spans.length;
+  const order = new Int32Array(count).fill(-1);
+  const depth = new Int32Array(count);
+  let sound = true;
+  for (let i = 0; i < count && sound; i++) {
+    const line = spans[i].tree_order;
+    const d = spans[i].tree_depth;
+    if (!Number.isInteger(line) || line < 0 || line >= count || order[line] !== -1 || !Number.isInteger(d) || d < 0) sound = false;
     else {
-      parent[i] = pi;
-      count[pi] += 1;
+      order[line] = i;
+      depth[line] = d;
     }
   }
-  // The spans naming span i as parent, in start order: kids[first[i]] .. kids[first[i + 1] - 1].
-  const first = new Int32Array(n + 1);
-  for (let i = 0; i < n; i++) first[i + 1] = first[i] + count[i];
-  const kids = new Int32Array(first[n]);
-  const fill = first.slice(0, n);
-  for (let i = 0; i < n; i++) if (parent[i] >= 0) kids[fill[parent[i]]++] = i;
-
-  const children = new Array(n);
-  const placed = new Uint8Array(n);
-  const resort = new Set(); // holders given the children of a span past the depth cap
-  const roots = [];
-  // [span index, the index that receives its children, depth]
-  const stackAt = new Int32Array(n);
-  const stackHolder = new Int32Array(n);
-  const stackDepth = new Int32Array(n);
-  const attach = (root) => {
-    roots.push(root);
-    placed[root] = 1;
-    stackAt[0] = root;
-    stackHolder[0] = root;
-    stackDepth[0] = 0;
-    let top = 1;
-    while (top) {
-      top -= 1;
-      const i = stackAt[top];
-      const depth = stackDepth[top];
-      const target = depth < MAX_TREE_DEPTH ? i : stackHolder[top];
-      if (target !== i) resort.add(target);
-      for (let k = first[i]; k < first[i + 1]; k++) {
-        const c = kids[k];
-        if (placed[c]) continue;
-        placed[c] = 1;
-        (children[target] ??= []).push(c);
-        stackAt[top] = c;
-        stackHolder[top] = target;
-        stackDepth[top] = depth + 1;
-        top += 1;
-      }
-    }
-  };
-  for (const i of tops) attach(i);
-  // Spans on a parent cycle were never reached from a top-level span: they become roots.
-  for (let i = 0; i < n; i++) if (kept[i] && !placed[i]) attach(i);
-  for (const t of resort) children[t]?.sort((a, b) => a - b);
-  return { roots, children };
+  // Depth first: the first line is a root, and each line is at most one level below the one before.
+  for (let k = 0; k < count && sound; k++) if (depth[k] > (k ? depth[k - 1] + 1 : 0)) sound = false;
+  if (!sound) {
+    for (let i = 0; i < count; i++) order[i] = i;
+    depth.fill(0);
+  }
+  return { order, depth };
 }
 
-/** Build the page model from `spans` (the tree from `parent_span_id`; `roots` is not needed). */
+/** Build the page model from `spans`, drawn in the collector's tree (`treeLines`; `roots` is not needed). */
 export function buildModel(trace) {
   const spans = Array.isArray(trace.spans) ? trace.spans : [];
   let t0 = Infinity;
@@ -179,16 +128,16 @@ export function buildModel(trace) {
       agentsSeen.push(String(a));
     }
   };
-  // [span index, depth, inherited agent, parent row index]
-  const tree = spanTree(spans);
-  const stack = [];
-  for (let i = tree.roots.length - 1; i >= 0; i--) stack.push([tree.roots[i], 0, null, -1]);
-  while (stack.length) {
-    const [at, depth, inherited, parent] = stack.pop();
-    const node = spans[at];
+  const { order, depth: depths } = treeLines(spans);
+  // The row of the latest line at each depth: a line's parent is the latest one a level up.
+  const latest = [];
+  for (let line = 0; line < order.length; line++) {
+    const node = spans[order[line]];
+    const depth = depths[line];
+    const parent = depth ? latest[depth - 1] : -1;
     const type = spanType(node);
     const own = node.agent ?? attr(node, n.GEN_AI_AGENT_NAME) ?? attr(node, n.REACH_AGENT_NAME) ?? null;
-    const agent = own ?? inherited;
+    const agent = own ?? (parent >= 0 ? rows[parent].agent : null);
     if (type === "agent") noteAgent(own);
     const index = rows.length;
     const row = {
@@ -210,8 +159,7 @@ export function buildModel(trace) {
     }
     if (parent >= 0) rows[parent].childCount += 1;
     rows.push(row);
-    const children = tree.children[at] || [];
-    for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], depth + 1, agent, index]);
+    latest[depth] = index;
   }
   // Agents named only on non-agent spans still get a colour (after the agent spans' order).
   for (const r of rows) noteAgent(r.agent);

@@ -14,7 +14,8 @@ Words in the message steer the agent (the rest is the question):
 ``outcome=...`` — at the end of the route: ``completed`` (default: the LLM answers, through the
 real ``openai`` client), ``failed``, ``rejected``, ``canceled``, ``raise`` (the executor raises),
 ``message`` (a direct reply, no task), ``slow`` (two seconds, then completed), ``headers`` (answers
-with the trace headers it received).
+with the trace headers it received); ``first=fetch`` — the executor's very first line is an HTTP GET
+(``httpx``) to the fake LLM, before it publishes anything (not passed on along a route).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def directives(text: str) -> tuple[dict[str, str], str]:
     words, rest = {}, []
     for word in text.split():
         key, sep, value = word.partition("=")
-        if sep and key in ("route", "via", "outcome"):
+        if sep and key in ("route", "via", "outcome", "first"):
             words[key] = value
         else:
             rest.append(word)
@@ -137,11 +138,21 @@ async def ask_llm(question: str) -> str:
     return answer.choices[0].message.content or ""
 
 
+async def fetch_first() -> None:
+    """An HTTP call of the agent's own, made before anything else it does."""
+    import httpx
+
+    async with httpx.AsyncClient() as client:
+        await client.get(os.environ["OPENAI_BASE_URL"].rstrip("/") + "/models", timeout=10)
+
+
 class ScriptedAgent(AgentExecutor):
     def __init__(self, name: str) -> None:
         self.name = name
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if "first=fetch" in get_message_text(context.message):
+            await fetch_first()
         assert context.message is not None
         words, question = directives(get_message_text(context.message))
         route = [r for r in words.get("route", "").split(",") if r]

@@ -326,6 +326,28 @@ def test_one_trace_across_two_agent_processes(mesh: Mesh, caller: Recorder, stre
     assert not [s for s in caller.spans if s.name.startswith(("a2a.", "POST"))]
 
 
+@pytest.mark.parametrize("grpc", [False, True], ids=["jsonrpc", "grpc"])
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+def test_the_executor_s_first_line_runs_in_the_request_s_trace(
+    mesh: Mesh, caller: Recorder, stream: bool, grpc: bool
+) -> None:
+    """Whatever the executor does before it publishes anything (here an HTTP call of its own, on its
+    very first line) is under its agent span, in the caller's trace: never a root of its own."""
+    name, service = ("Ledger", "ledger-agent") if grpc else ("Triage", "triage-agent")
+    target = a2a_agents.card("Ledger", mesh.grpc_port, binding="GRPC") if grpc else mesh.urls["triage"]
+    reply = ask(target, "first=fetch what is my balance", stream=stream)
+    assert reply.state == "completed"
+    trace_id = hex_trace(caller.one("invoke_agent Desk"))
+    spans = trace_spans(mesh.sink, trace_id, has(f"invoke_agent {name}", "GET", "chat fake-model"))
+    agent = one(spans, f"invoke_agent {name}")
+    fetch = one(spans, "GET", service)
+    assert fetch["kind"] == "CLIENT"
+    assert fetch["parent"] == agent["span_id"]
+    assert one(spans, "chat fake-model")["parent"] == agent["span_id"]
+    strays = [s["name"] for s in exported(mesh.sink) if s["service"] == service and s["parent"] is None]
+    assert "GET" not in strays  # the call made no trace of its own
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
 def test_one_trace_across_a2a_over_grpc(mesh: Mesh, caller: Recorder, stream: bool) -> None:
     """The gRPC binding: the client's transport sends our trace headers as request metadata, and

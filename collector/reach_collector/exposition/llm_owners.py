@@ -14,6 +14,8 @@ owner is known, then counted once (a counter only grows):
 - a walk still waiting ``lookup_after_s`` after it last moved is looked up in the store once (the
   ancestor may have come first: a task that outlived its parent), at most one query per
   ``lookup_after_s`` for all such walks, so a stream of long agent runs costs no query per batch;
+  the lookup runs on the lookup worker, off the writer thread, and the walk stays matchable while
+  it runs (``pending.PendingSpans``: whichever finds the owner first counts the call, once);
 - past ``timeout_s`` it is looked up one last time and counted as it stands (agent ``unknown``,
   where the API reports ``unattributed_tokens``); past ``max_pending`` the oldest are counted so
   without the lookup.
@@ -24,8 +26,6 @@ reaching an ancestor that ended over ``timeout_s`` before the call started, chai
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -36,14 +36,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reach_collector.exposition.batch_stats import DURATION_BUCKETS
+from reach_collector.exposition.lookups import Lookups
+from reach_collector.exposition.pending import PendingSpans, Waiter
 from reach_collector.query.owners import WALK_COLUMNS, Key, SpanBatch, np_bool, spans_table, walk_up
 from reach_collector.query.trace_rows import rows_of_traces
 from reach_collector.store.base import TraceStore
 from reach_otel import semconv as sc
 
 __all__ = ["LLMCalls", "LLMOwners", "Owned"]
-
-log = logging.getLogger(__name__)
 
 _LLM: Final = pa.array(sc.LLM_OPERATIONS, pa.string())
 _BOUNDS: Final = np.asarray(DURATION_BUCKETS)
@@ -74,17 +74,19 @@ class LLMCalls(NamedTuple):
 Owned = tuple[str | None, LLMCalls]  # (agent, or None when it has none), the calls
 
 
-class _Pending:
-    __slots__ = ("calls", "deadline", "done", "key", "keyed", "looked", "start")
+class _Pending(Waiter):
+    __slots__ = ("calls", "keyed", "looked", "start")
 
     def __init__(self, key: Key, start: int, calls: LLMCalls) -> None:
-        self.key, self.start, self.calls = key, start, calls
-        self.deadline = self.keyed = 0.0
-        self.looked = self.done = False
+        super().__init__(key)
+        self.start, self.calls = start, calls
+        self.keyed = 0.0
+        self.looked = False
 
 
 class LLMOwners:
-    """Thread-safe: the writer thread calls ``observe``; scrapes call ``expire``."""
+    """Thread-safe: the writer thread calls ``observe``; scrapes call ``expire``. Store lookups run
+    on ``lookups`` (at once without one); what they settle is returned by the next call."""
 
     def __init__(
         self,
@@ -94,30 +96,33 @@ class LLMOwners:
         timeout_s: float = 600.0,
         lookup_after_s: float = 5.0,
         max_pending: int = 100_000,
+        lookups: Lookups | None = None,
     ) -> None:
-        self._store = store
         self._clock = clock
-        self._timeout = timeout_s
         self._lookup_after = lookup_after_s
-        self._max = max_pending
-        self._lock = threading.Lock()
-        self._waiting: dict[Key, list[_Pending]] = {}  # the span needed → walks
-        self._order: deque[_Pending] = deque()  # arrival order = deadline order
+        self._waits: PendingSpans[_Pending, Owned] = PendingSpans(
+            store,
+            self._query,
+            timeout_s=timeout_s,
+            max_pending=max_pending,
+            lookups=lookups,
+            what="LLM owner",
+        )
         self._moved: deque[_Pending] = deque()  # (re)keying order: lookup candidates
         self._last_lookup = float("-inf")
-        self._live = 0
 
     @property
     def pending(self) -> int:
-        return self._live
+        return self._waits.live
 
     def observe(self, table: pa.Table) -> list[Owned]:
         """One committed batch (store.schema columns): the LLM calls without an agent attribute
         whose owner is now known — from this batch, or held from earlier ones."""
         mask = pc.and_(pc.is_in(table.column("operation"), value_set=_LLM), pc.is_null(table.column("agent")))
         fresh = pc.any(mask).as_py()
-        with self._lock:
-            awaited = list(self._waiting) if self._live else []
+        waits = self._waits
+        with waits.lock:
+            awaited = list(waits.waiting) if waits.live else []
         out: list[Owned] = []
         held: list[_Pending] = []
         arrived: dict[Key, tuple[str | None, Key | None]] = {}
@@ -135,37 +140,39 @@ class LLMOwners:
                         pc.take(batch.span, pa.array(at)).to_pylist(),
                         strict=True,
                     )
-                    with self._lock:  # the rows with a span id some walk waits for, in its trace
+                    with waits.lock:  # the rows with a span id some walk waits for, in its trace
                         wanted = [
-                            (i, key) for i, key in zip(at.tolist(), keys, strict=True) if key in self._waiting
+                            (i, key) for i, key in zip(at.tolist(), keys, strict=True) if key in waits.waiting
                         ]
                     if wanted:
                         owners, missing = batch.walk(np.asarray([i for i, _ in wanted], dtype=np.int64))
                         for (_, key), owner, stop in zip(wanted, owners, missing, strict=True):
                             arrived[key] = (owner, stop)
-        with self._lock:
+        with waits.lock:
             now = self._clock()
             for key, (owner, stop) in arrived.items():
                 self._arrived(key, owner, stop, now, out)
             for p in held:
-                p.deadline = now + self._timeout
-                self._order.append(p)
-                self._live += 1
-                self._key(p, p.key, now)
-            while self._live > self._max:
-                out.append((None, self._take(self._oldest()).calls))
+                waits.add(p, now)
+                self._keyed(p, now)
+            out.extend((None, p.calls) for p in waits.take_overflow())
             due = self._take_due(now)
-            expired = self._take_expired(now)
+            expired = waits.take_expired(now)
         if due:
-            self._look_up_due(due, out)
-        out.extend(self._settle_expired(expired))
+            # The keys looked up from: a walk that a batch moves meanwhile is not moved back.
+            froms = [p.key for p in due]
+            waits.look_up(due, lambda walks, found: self._found(walks, froms, found))
+        out.extend(waits.settle_expired(expired, _owned))
+        out.extend(waits.settled())
         return out
 
     def expire(self) -> list[Owned]:
-        """Calls held past the timeout, counted (called at scrape, so idle collectors settle too)."""
-        with self._lock:
-            expired = self._take_expired(self._clock())
-        return self._settle_expired(expired)
+        """Calls held past the timeout, counted (called at scrape, so idle collectors settle too),
+        and what lookups have settled since the last call."""
+        with self._waits.lock:
+            expired = self._waits.take_expired(self._clock())
+        out = self._waits.settle_expired(expired, _owned)
+        return out + self._waits.settled()
 
     def _fresh(
         self, rows: pa.Table, where: np.ndarray[Any, Any], batch: SpanBatch, out: list[Owned]
@@ -201,44 +208,28 @@ class LLMOwners:
         return held
 
     # --- under the lock ---------------------------------------------------------------------------
-    def _key(self, p: _Pending, key: Key, now: float, looked: bool = False) -> None:
-        p.key, p.keyed, p.looked = key, now, looked
-        self._waiting.setdefault(key, []).append(p)
-        if not looked and self._store is not None:
+    def _keyed(self, p: _Pending, now: float, looked: bool = False) -> None:
+        """``p`` waits for a new key: a lookup candidate again, unless a lookup left it there."""
+        p.keyed, p.looked = now, looked
+        if not looked and self._waits.store is not None:
             self._moved.append(p)
-
-    def _unkey(self, p: _Pending) -> None:
-        walks = self._waiting[p.key]
-        walks.remove(p)
-        if not walks:
-            del self._waiting[p.key]
-
-    def _take(self, p: _Pending) -> _Pending:
-        self._unkey(p)
-        p.done = True
-        self._live -= 1
-        return p
-
-    def _oldest(self) -> _Pending:
-        while True:
-            p = self._order.popleft()
-            if not p.done:
-                return p
 
     def _arrived(
         self, key: Key, owner: str | None, missing: Key | None, now: float, out: list[Owned]
     ) -> None:
         """The span ``key`` walks waited for is in this batch: they end, or wait further up."""
-        for p in list(self._waiting.get(key, ())):
+        waits = self._waits
+        for p in list(waits.waiting.get(key, ())):
             if missing is not None:
-                self._unkey(p)
-                self._key(p, missing, now)
+                waits.unkey(p)
+                waits.key(p, missing)
+                self._keyed(p, now)
             else:
-                out.append((owner, self._take(p).calls))
+                out.append((owner, waits.take(p).calls))
 
     def _take_due(self, now: float) -> list[_Pending]:
         """Walks unmoved for ``lookup_after_s`` and not looked up since, at most once per interval."""
-        if self._store is None or now - self._last_lookup < self._lookup_after:
+        if self._waits.store is None or now - self._last_lookup < self._lookup_after:
             return []
         due: list[_Pending] = []
         while self._moved and (self._moved[0].done or now - self._moved[0].keyed >= self._lookup_after):
@@ -251,51 +242,37 @@ class LLMOwners:
                 p.looked = True
         return due
 
-    def _take_expired(self, now: float) -> list[_Pending]:
-        expired = []
-        while self._order and (self._order[0].done or self._order[0].deadline <= now):
-            p = self._order.popleft()
-            if not p.done:
-                expired.append(self._take(p))
-        return expired
+    def _found(
+        self, due: list[_Pending], keys: list[Key], found: dict[int, tuple[str | None, Key | None]]
+    ) -> list[Owned]:
+        """A due lookup's answer: owned walks are counted; the others wait further up the chain."""
+        out: list[Owned] = []
+        waits = self._waits
+        now = self._clock()
+        for i, p in enumerate(due):
+            if p.done or i not in found:
+                continue  # settled meanwhile (a batch, or expired at a scrape), or the query failed
+            owner, missing = found[i]
+            if missing is None:
+                out.append((owner, waits.take(p).calls))
+            elif p.key == keys[i] and missing != p.key:
+                waits.unkey(p)
+                waits.key(p, missing)
+                self._keyed(p, now, looked=True)  # the rest of the chain is yet to come
+        return out
 
-    # --- outside the lock -------------------------------------------------------------------------
-    def _look_up_due(self, due: list[_Pending], out: list[Owned]) -> None:
-        found = self._lookup(due)
-        with self._lock:
-            now = self._clock()
-            for i, p in enumerate(due):
-                if p.done or i not in found:
-                    continue  # settled meanwhile (expired at a scrape), or the query failed
-                owner, missing = found[i]
-                if missing is None:
-                    out.append((owner, self._take(p).calls))
-                elif missing != p.key:
-                    self._unkey(p)
-                    self._key(p, missing, now, looked=True)  # the rest of the chain is yet to come
-
-    def _settle_expired(self, expired: list[_Pending]) -> list[Owned]:
-        if not expired:
-            return []
-        found = self._lookup(expired) if self._store is not None else {}
-        return [(found.get(i, (None, None))[0], p.calls) for i, p in enumerate(expired)]
-
-    def _lookup(self, walks: Sequence[_Pending]) -> dict[int, tuple[str | None, Key | None]]:
-        """Index → (owner, key of the span still missing) through the stored spans; a failed query
-        finds nothing."""
-        if self._store is None or not walks:
-            return {}
-        try:
-            rows = self._query(walks)
-        except Exception:  # /metrics must never stop ingest or a scrape
-            log.exception("LLM owner lookup failed")
-            return {}
-        return dict(enumerate(rows))
-
-    def _query(self, walks: Sequence[_Pending]) -> list[tuple[str | None, Key | None]]:
-        assert self._store is not None
+    # --- on the lookup worker -------------------------------------------------------------------
+    def _query(
+        self, store: TraceStore, walks: Sequence[_Pending]
+    ) -> dict[int, tuple[str | None, Key | None]]:
+        """Index → (owner, key of the span still missing) through the stored spans."""
         # An ancestor ends after its descendant starts (or not long before): the rest is skipped.
-        since = min(p.start for p in walks) - int(self._timeout * 1e9)
+        since = min(p.start for p in walks) - int(self._waits.timeout * 1e9)
         traces = sorted({p.key[0] for p in walks})
-        rows = rows_of_traces(self._store, WALK_COLUMNS, traces, ended_since_ns=since)
-        return walk_up(spans_table(rows), [p.key for p in walks])
+        rows = rows_of_traces(store, WALK_COLUMNS, traces, ended_since_ns=since)
+        return dict(enumerate(walk_up(spans_table(rows), [p.key for p in walks])))
+
+
+def _owned(p: _Pending, found: tuple[str | None, Key | None] | None) -> Owned:
+    """A walk settled as it stands: its owner if the last lookup found one, else none."""
+    return (found[0] if found is not None else None, p.calls)

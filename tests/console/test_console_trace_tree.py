@@ -1,10 +1,13 @@
-"""The trace page builds its tree from `spans` (it asks for `?tree=false`): its rows, in order and
-depth, are the collector's nested `roots` walked depth first — for a trace with orphans, a parent
-cycle, a span naming itself as parent, a retried span, siblings sent out of start order, siblings
-starting together, and a chain deeper than the 128 levels either side nests."""
+"""The trace page draws the collector's tree (it asks for `?tree=false`: each span carries its place
+in the tree the collector nests as `roots`): its rows, in order and depth, are the collector's nested
+`roots` walked depth first — for a trace with orphans, a parent cycle, a span naming itself as
+parent, a retried span, siblings sent out of start order, siblings starting together, and a chain
+deeper than the 128 levels the collector nests; and where the JSON's tree is not what the parent ids
+alone would give, the page draws the JSON's tree (it builds none of its own)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from cdp import Page
@@ -84,6 +87,56 @@ def test_page_rows_are_the_collectors_nested_roots(start_console, page: Page) ->
     assert rows == expected
     # The page shows that tree: one row element per span line, named as the span.
     assert page.js("document.querySelector('.wf-count').textContent") == "290 of 290"
+
+
+# The rows on screen, top to bottom: (span id, aria-level), for the rows not hidden.
+SHOWN = """[...document.querySelectorAll('.wf-row:not([hidden])')]
+  .map((el) => [new DOMMatrix(getComputedStyle(el).transform).m42, el.dataset.spanId,
+    Number(el.getAttribute('aria-level'))])
+  .sort((a, b) => a[0] - b[0]).map(([, id, level]) => [id, level])"""
+
+
+def test_the_page_draws_the_tree_the_trace_json_gives(start_console, page: Page) -> None:
+    """The trace JSON's tree, not the spans' parent ids, decides the rows: here the JSON (rewritten
+    on its way to the page) places the root's children otherwise than their parent ids say."""
+    console = start_console()
+    trace = "7ee1" + "cd" * 14
+    spans = [_span(1, None, 0, "root"), _span(2, 1, 100, "a"), _span(3, 1, 200, "b"), _span(4, 1, 300, "c")]
+    for span in spans:
+        span["traceId"] = trace
+    post(console.url, request(spans))
+    ids = [f"{k:016x}" for k in (1, 2, 3, 4)]
+    by_parents = [
+        [s["span_id"], s["tree_depth"]]
+        for s in sorted(console.api(f"/api/traces/{trace}")["spans"], key=lambda s: s["tree_order"])
+    ]
+    assert by_parents == [[ids[0], 0], [ids[1], 1], [ids[2], 1], [ids[3], 1]]
+    # The JSON's tree: root, c under it, a under c; b a root of its own.
+    places = {ids[0]: [0, 0], ids[3]: [1, 1], ids[1]: [2, 2], ids[2]: [3, 0]}
+    page.before_each_load(
+        "const realFetch = window.fetch;"
+        " window.fetch = async (...args) => {"
+        "  const response = await realFetch(...args);"
+        f"  if (!String(args[0]).startsWith('/api/traces/{trace}?')) return response;"
+        "  const body = await response.json();"
+        f"  const places = {json.dumps(places)};"
+        "  for (const s of body.spans) [s.tree_order, s.tree_depth] = places[s.span_id];"
+        "  return new Response(JSON.stringify(body), {status: response.status, headers: response.headers});"
+        " };"
+    )
+    goto_ready(page, f"{console.url}/ui/trace/{trace}")
+    assert page.events.errors == []
+    assert page.js(SHOWN) == [[ids[0], 1], [ids[3], 2], [ids[1], 3], [ids[2], 1]]
+    assert page.js("document.querySelector('.wf-count').textContent") == "4 of 4"
+    # Collapsing c hides a, its child in the JSON's tree; b (a root there) stays; expanding shows a.
+    page.js(f"document.querySelector('.wf-row[data-span-id=\"{ids[3]}\"] .tw').click()")
+    assert page.js(SHOWN) == [[ids[0], 1], [ids[3], 2], [ids[2], 1]]
+    assert page.js("document.querySelector('.wf-count').textContent") == "3 of 4"
+    page.js(f"document.querySelector('.wf-row[data-span-id=\"{ids[3]}\"] .tw').click()")
+    assert page.js(SHOWN) == [[ids[0], 1], [ids[3], 2], [ids[1], 3], [ids[2], 1]]
+    # Collapsing the root hides c and a, not b.
+    page.js(f"document.querySelector('.wf-row[data-span-id=\"{ids[0]}\"] .tw').click()")
+    assert page.js(SHOWN) == [[ids[0], 1], [ids[2], 1]]
 
 
 AXIS = """(() => {

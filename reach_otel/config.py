@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 logger = logging.getLogger("reach_otel")
 
@@ -93,18 +93,34 @@ def env_number(
     return value
 
 
+class _Dropped(logging.Filter):
+    """Counts, and keeps out of the log, the records of the logger it is added to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.count += 1
+        return False
+
+
 def parse_headers(raw: str) -> dict[str, str]:
-    """``OTEL_EXPORTER_OTLP_HEADERS`` format: ``k1=v1,k2=v2`` with URL-encoded values."""
-    headers: dict[str, str] = {}
-    for item in raw.split(","):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            # Never echo the entry: it may hold a token.
-            logger.warning("reach_otel: ignoring an OTLP header entry that is not key=value")
-            continue
-        headers[unquote(key.strip()).lower()] = unquote(value.strip())
+    """``OTEL_EXPORTER_OTLP_HEADERS`` format, ``k1=v1,k2=v2`` with URL-encoded values, read by the
+    SDK's own parser (liberal, as the other languages' SDKs: an unencoded space is taken). Its
+    warning about a malformed entry quotes the entry, which may hold a token, so that warning is
+    held back and ours, which counts the entries and never echoes one, is logged instead."""
+    from opentelemetry.util.re import parse_env_headers
+
+    sdk_log = logging.getLogger(parse_env_headers.__module__)
+    dropped = _Dropped()
+    sdk_log.addFilter(dropped)
+    try:
+        headers = dict(parse_env_headers(raw, liberal=True))
+    finally:
+        sdk_log.removeFilter(dropped)
+    if dropped.count:
+        logger.warning("reach_otel: ignoring %d OTLP header entries that are not key=value", dropped.count)
     return headers
 
 

@@ -5,6 +5,7 @@ Each case runs in a fresh interpreter: init() configures process-wide state by d
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 from otlp_sink import OtlpSink
 
 from reach_otel.config import load_settings
@@ -236,3 +238,15 @@ def test_collector_down_never_raises_into_the_app() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1400"
+
+
+def test_a_malformed_header_entry_is_dropped_without_being_echoed(caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK's parser reads the headers; its warning would quote a bad entry (which may hold a
+    token), so ours, which never does, is logged in its place."""
+    from reach_otel.config import parse_headers
+
+    with caplog.at_level(logging.DEBUG):
+        headers = parse_headers("x-api-key=abc%20def, Authorization Bearer s3cr3t-token ,x-team = pay ments")
+    assert headers == {"x-api-key": "abc def", "x-team": "pay ments"}
+    assert "s3cr3t" not in caplog.text
+    assert "ignoring 1 OTLP header entries that are not key=value" in caplog.text

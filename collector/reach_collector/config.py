@@ -10,13 +10,29 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, ClassVar, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from pydantic import Field, ValidationError, model_validator
+
 from reach_collector.config_values import ConfigError as ConfigError  # re-exported: raised by load()
-from reach_collector.config_values import integer, mapping, number, only, optional_str
+from reach_collector.config_values import (
+    Invalid,
+    Section,
+    as_mapping,
+    config_error,
+    duration,
+    keyed,
+    mapping,
+    non_negative,
+    number,
+    optional_str,
+    read,
+    text_or_none,
+    whole,
+)
 from reach_collector.config_values import parse_duration as parse_duration  # re-exported
-from reach_collector.limits import LIMIT_KEYS, ServerLimits, parse_limits
+from reach_collector.limits import ServerLimits
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
@@ -33,21 +49,9 @@ _CANONICAL_UNIT: Final = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "K
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 DEFAULT_MEMORY_LIMIT: Final = "512MB"
 _MIN_MEMORY_BYTES: Final = 64 * 1000**2
-_TOP_LEVEL: Final = frozenset(
-    {
-        "server",
-        "storage",
-        "auth",
-        "prices",
-        "alerting",
-        "time_zone",
-        "users",
-        "schedules",
-        "escalation_policies",
-        "routing",
-        "owners",
-        "quality",
-    }
+# The top-level sections the alerting package reads (``alerting.config``); the others are ours.
+SECTIONS: Final = frozenset(
+    {"alerting", "users", "schedules", "escalation_policies", "routing", "owners", "quality"}
 )
 _RULE_DURATIONS: Final = ("for", "window", "keep_firing_for", "after")
 
@@ -87,12 +91,12 @@ class Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
+def memory_size(value: Any) -> str:
     """``512MB`` / ``2GiB`` / ``1.5GB`` / ``25%`` (of RAM) or a number of bytes → the size string
     DuckDB takes (``SET memory_limit``); at least 64 MB, a percentage in (0, 100]."""
-    expected = f"{key}: expected a size like 512MB, 2GiB or 25% (of RAM), at least 64MB; got {value!r}"
+    expected = f"expected a size like 512MB, 2GiB or 25% (of RAM), at least 64MB; got {value!r}"
     if isinstance(value, bool):
-        raise ConfigError(expected)
+        raise Invalid(expected)
     if isinstance(value, (int, float)):
         value = f"{value}B"
     if isinstance(value, str):
@@ -100,68 +104,155 @@ def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
         if percent:
             if 0 < float(percent.group(1)) <= 100:
                 return f"{percent.group(1)}%"
-            raise ConfigError(f"{key}: a percentage of RAM must be above 0 and at most 100; got {value!r}")
+            raise Invalid(f"a percentage of RAM must be above 0 and at most 100; got {value!r}")
         match = _SIZE.match(value)
         if match:
             unit = (match.group(2) or "B").lower()
             if float(match.group(1)) * _UNIT_BYTES[unit] >= _MIN_MEMORY_BYTES:
                 return f"{match.group(1)}{_CANONICAL_UNIT[unit]}"
-    raise ConfigError(expected)
+    raise Invalid(expected)
+
+
+def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
+    return keyed(memory_size, value, key)
+
+
+def zone(value: Any) -> str:
+    """An IANA time zone name (``UTC``, ``Europe/Berlin``)."""
+    if not isinstance(value, str):
+        raise Invalid(f"expected an IANA zone name like UTC or Europe/Berlin, got {value!r}")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise Invalid(f"unknown time zone {value!r}") from None
+    return value
+
+
+def parse_zone(value: Any, key: str = "time_zone") -> str:
+    return keyed(zone, value, key)
+
+
+def database(value: Any) -> str:
+    """``storage.db``: a DuckDB path, or a ``clickhouse://`` URL that can be used (an error never
+    shows the password); null is the default path."""
+    from reach_collector.store.clickhouse.url import URLError, is_clickhouse_url, parse_clickhouse_url
+
+    db = text_or_none(value) or DEFAULT_DB
+    if is_clickhouse_url(db):
+        try:
+            parse_clickhouse_url(db, env={})
+        except URLError as exc:
+            raise Invalid(str(exc)) from None
+    return db
+
+
+def check_db(db: str, key: str) -> str:
+    return keyed(database, db, key)
+
+
+_HOST_NAME = re.compile(r"^[A-Za-z0-9.\-:\[\]]{1,253}$")
+
+
+def host_names(value: Any) -> tuple[str, ...]:
+    """A list of host names (``collector.internal``, ``10.0.0.5``), lower-cased, no ports."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and _HOST_NAME.match(v) for v in value):
+        raise Invalid(f"expected a list of host names like [collector.internal], got {value!r}")
+    return tuple(v.lower() for v in value)
+
+
+def _threads(value: Any) -> int | None:
+    return None if value is None else whole(1, 64)(value)
+
+
+class ServerSection(ServerLimits):
+    """``server:``: where the collector listens and what one request may hold, with its limits."""
+
+    host: Annotated[str, read(lambda v: text_or_none(v) or "127.0.0.1")] = "127.0.0.1"
+    port: Annotated[int, read(whole(0, 65535))] = 4318
+    grpc_port: Annotated[int, read(whole(0, 65535))] = 4317
+    max_body_bytes: Annotated[int, read(whole(1024, 2**31))] = DEFAULT_MAX_BODY
+    max_row_bytes: Annotated[int, read(whole(1024, 2**40))] = DEFAULT_MAX_ROW_BYTES
+    decode_workers: Annotated[int, read(whole(-1, 64))] = -1
+    allowed_hosts: Annotated[tuple[str, ...], read(host_names)] = ()
+
+    @model_validator(mode="after")
+    def _inflight_holds_a_body(self) -> ServerSection:
+        inflight = self.max_inflight_bytes
+        if inflight is not None and inflight < self.max_body_bytes:  # else the largest body never fits
+            raise Invalid(
+                f"must be at least server.max_body_bytes ({self.max_body_bytes}), got {inflight}",
+                at="max_inflight_bytes",
+            )
+        return self
+
+
+class StorageSection(Section):
+    db: Annotated[str, read(database)] = DEFAULT_DB
+    retention_s: Annotated[float, read(duration)] = Field(default=7 * 86400.0, alias="retention")
+    memory_limit: Annotated[str, read(memory_size)] = DEFAULT_MEMORY_LIMIT
+    threads: Annotated[int | None, read(_threads)] = 1
+
+
+class AuthSection(Section):
+    ingest_token: Annotated[str | None, read(text_or_none)] = None
+    query_token: Annotated[str | None, read(text_or_none)] = None
+
+
+class Price(Section):
+    """USD per million tokens of one model; a side not given is not priced."""
+
+    input: Annotated[float | None, read(non_negative)] = None
+    output: Annotated[float | None, read(non_negative)] = None
+
+
+class CollectorFile(Section):
+    """The collector's own keys of a config file (§10), typed; the other top-level sections are
+    the alerting package's (``SECTIONS``)."""
+
+    other_keys: ClassVar[frozenset[str]] = SECTIONS
+    server: ServerSection = ServerSection()
+    storage: StorageSection = StorageSection()
+    auth: AuthSection = AuthSection()
+    prices: Annotated[dict[str, Price], read(as_mapping)] = Field(default_factory=dict)
+    time_zone: Annotated[str, read(zone)] = "UTC"
 
 
 def from_mapping(doc: Mapping[str, Any], source: str = "(mapping)") -> Settings:
     """Validate a parsed config document (§10) into Settings."""
     try:
-        return _from_mapping(mapping(doc, "(top level)"), source)
+        tree = CollectorFile.model_validate(doc)
+    except ValidationError as exc:
+        raise config_error(exc, source) from None
+    try:
+        sections = _sections(doc)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
-
-
-def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
-    for name in doc:
-        if name not in _TOP_LEVEL:
-            raise ConfigError(f"{name}: unknown key (expected one of {', '.join(sorted(_TOP_LEVEL))})")
-    values: dict[str, Any] = {"source": source}
-    server = mapping(doc.get("server"), "server")
-    only(
-        server,
-        "server",
-        {"host", "port", "grpc_port", "max_body_bytes", "max_row_bytes", "decode_workers", "allowed_hosts"}
-        | LIMIT_KEYS,
+    server, storage = tree.server, tree.storage
+    return Settings(
+        host=server.host,
+        port=server.port,
+        grpc_port=server.grpc_port,
+        max_body_bytes=server.max_body_bytes,
+        max_row_bytes=server.max_row_bytes,
+        decode_workers=server.decode_workers,
+        db=storage.db,
+        retention_s=storage.retention_s,
+        memory_limit=storage.memory_limit,
+        threads=storage.threads,
+        ingest_token=tree.auth.ingest_token,
+        query_token=tree.auth.query_token,
+        allowed_hosts=server.allowed_hosts,
+        limits=server,
+        time_zone=tree.time_zone,
+        prices={name: price.model_dump(exclude_unset=True) for name, price in tree.prices.items()},
+        sections=sections,
+        source=source,
     )
-    if "allowed_hosts" in server:
-        values["allowed_hosts"] = _host_names(server["allowed_hosts"], "server.allowed_hosts")
-    if "decode_workers" in server:
-        values["decode_workers"] = integer(server["decode_workers"], "server.decode_workers", -1, 64)
-    if "host" in server:
-        values["host"] = optional_str(server["host"], "server.host") or "127.0.0.1"
-    if "port" in server:
-        values["port"] = integer(server["port"], "server.port", 0, 65535)
-    if "grpc_port" in server:
-        values["grpc_port"] = integer(server["grpc_port"], "server.grpc_port", 0, 65535)
-    if "max_body_bytes" in server:
-        values["max_body_bytes"] = integer(server["max_body_bytes"], "server.max_body_bytes", 1024, 2**31)
-    if "max_row_bytes" in server:
-        values["max_row_bytes"] = integer(server["max_row_bytes"], "server.max_row_bytes", 1024, 2**40)
-    values["limits"] = parse_limits(server, values.get("max_body_bytes", DEFAULT_MAX_BODY))
-    storage = mapping(doc.get("storage"), "storage")
-    only(storage, "storage", {"db", "retention", "memory_limit", "threads"})
-    if "db" in storage:
-        values["db"] = check_db(optional_str(storage["db"], "storage.db") or DEFAULT_DB, "storage.db")
-    if "retention" in storage:
-        values["retention_s"] = parse_duration(storage["retention"], "storage.retention")
-    if "memory_limit" in storage:
-        values["memory_limit"] = parse_memory_limit(storage["memory_limit"], "storage.memory_limit")
-    if "threads" in storage:
-        threads = storage["threads"]
-        values["threads"] = None if threads is None else integer(threads, "storage.threads", 1, 64)
-    auth = mapping(doc.get("auth"), "auth")
-    only(auth, "auth", {"ingest_token", "query_token"})
-    values["ingest_token"] = optional_str(auth.get("ingest_token"), "auth.ingest_token")
-    values["query_token"] = optional_str(auth.get("query_token"), "auth.query_token")
-    if "time_zone" in doc:
-        values["time_zone"] = parse_zone(doc["time_zone"])
-    values["prices"] = _prices(mapping(doc.get("prices"), "prices"))
+
+
+def _sections(doc: Mapping[str, Any]) -> dict[str, Any]:
     sections: dict[str, Any] = {}
     if "alerting" in doc:
         sections["alerting"] = _alerting(mapping(doc["alerting"], "alerting"))
@@ -172,28 +263,7 @@ def _from_mapping(doc: Mapping[str, Any], source: str) -> Settings:
         spec = mapping(spec, f"users.{user}")
         if "webhook" in spec:
             optional_str(spec["webhook"], f"users.{user}.webhook")
-    values["sections"] = sections
-    return Settings(**values)
-
-
-def parse_zone(value: Any, key: str = "time_zone") -> str:
-    """An IANA time zone name (``UTC``, ``Europe/Berlin``); raises ConfigError naming ``key``."""
-    if not isinstance(value, str):
-        raise ConfigError(f"{key}: expected an IANA zone name like UTC or Europe/Berlin, got {value!r}")
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"{key}: unknown time zone {value!r}") from None
-    return value
-
-
-def _prices(prices: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for model, spec in prices.items():
-        spec = mapping(spec, f"prices.{model}")
-        only(spec, f"prices.{model}", {"input", "output"})
-        out[model] = {k: number(v, f"prices.{model}.{k}") for k, v in spec.items()}
-    return out
+    return sections
 
 
 def _alerting(alerting: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -211,19 +281,6 @@ def _alerting(alerting: Mapping[str, Any]) -> Mapping[str, Any]:
             if key in spec:
                 parse_duration(spec[key], f"alerting.rules.{rule}.{key}")
     return alerting
-
-
-def check_db(db: str, key: str) -> str:
-    """``db`` unchanged; a ``clickhouse://`` URL that cannot be used is a ConfigError naming ``key``
-    (and never the password)."""
-    from reach_collector.store.clickhouse.url import URLError, is_clickhouse_url, parse_clickhouse_url
-
-    if is_clickhouse_url(db):
-        try:
-            parse_clickhouse_url(db, env={})
-        except URLError as exc:
-            raise ConfigError(f"{key}: {exc}") from None
-    return db
 
 
 def load_file(path: str | os.PathLike[str]) -> Settings:
@@ -258,7 +315,7 @@ def apply_env(settings: Settings, env: Mapping[str, str]) -> Settings:
         changes["db"] = check_db(env["REACH_COLLECTOR_DB"], "REACH_COLLECTOR_DB")
     if env.get("REACH_COLLECTOR_PORT"):
         try:
-            changes["port"] = integer(int(env["REACH_COLLECTOR_PORT"]), "REACH_COLLECTOR_PORT", 0, 65535)
+            changes["port"] = keyed(whole(0, 65535), int(env["REACH_COLLECTOR_PORT"]), "REACH_COLLECTOR_PORT")
         except ValueError:
             raise ConfigError(
                 f"REACH_COLLECTOR_PORT: expected a port number, got {env['REACH_COLLECTOR_PORT']!r}"
@@ -315,15 +372,3 @@ def check_bind(settings: Settings) -> str | None:
         "auth.query_token (or REACH_INGEST_TOKEN / REACH_QUERY_TOKEN), bind to 127.0.0.1, "
         "or pass --insecure-bind"
     )
-
-
-_HOST_NAME = re.compile(r"^[A-Za-z0-9.\-:\[\]]{1,253}$")
-
-
-def _host_names(value: Any, key: str) -> tuple[str, ...]:
-    """A list of host names (``collector.internal``, ``10.0.0.5``), lower-cased, no ports."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and _HOST_NAME.match(v) for v in value):
-        raise ConfigError(f"{key}: expected a list of host names like [collector.internal], got {value!r}")
-    return tuple(v.lower() for v in value)

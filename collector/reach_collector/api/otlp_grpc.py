@@ -105,7 +105,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         ingest_token: str | None,
         query_token: str | None,
         *,
-        body_timeout_s: float = ServerLimits.body_timeout_s,
+        body_timeout_s: float = ServerLimits().body_timeout_s,
         watchdog: Watchdog | None = None,
     ) -> None:
         self._ingest = ingest

@@ -109,6 +109,7 @@ def create_app(
         )
     except BaseException:
         writer.close()
+        exposition.close()
         if http_sender is not None:
             http_sender.close()
         raise
@@ -131,6 +132,7 @@ def create_app(
                 http_sender.close()
             retention.stop()
             writer.close()
+            exposition.close()  # its lookup worker, once no commit can queue another lookup
             if owns_store:
                 store.close()
 

@@ -3,6 +3,7 @@ as bucket arrays (so a whole batch is folded in per group, not per span)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -17,11 +18,13 @@ UNKNOWN: Final = "unknown"  # no value recorded on the span
 
 
 class Bounded:
-    """Admits the first ``limit`` distinct values; later ones map to ``other``."""
+    """Admits the first ``limit`` distinct values; later ones map to ``other``. Thread-safe: one
+    label budget is shared by several collectors."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._seen: set[str] = set()
+        self._lock = threading.Lock()
 
     def __call__(self, value: Any) -> str:
         if value is None or value == "":
@@ -29,9 +32,10 @@ class Bounded:
         text = str(value)
         if text in self._seen:
             return text
-        if len(self._seen) < self._limit:
-            self._seen.add(text)
-            return text
+        with self._lock:
+            if text in self._seen or len(self._seen) < self._limit:
+                self._seen.add(text)
+                return text
         return OTHER
 
 

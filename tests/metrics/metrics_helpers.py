@@ -22,6 +22,16 @@ NOW_NS = 1_800_000_000 * 1_000_000_000  # a fixed "now" for every query (a fake 
 _ids = itertools.count(1)
 
 
+class Clock:
+    """A fake clock at ``NOW_NS``, moved by hand (``clock.now += seconds``)."""
+
+    def __init__(self) -> None:
+        self.now = NOW_NS / 1e9
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def new_trace_id() -> str:
     return f"{next(_ids):032x}"
 

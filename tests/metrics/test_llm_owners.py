@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from metrics_helpers import NOW_NS, new_span_id, new_trace_id, span, table, write
+from metrics_helpers import NOW_NS, Clock, new_span_id, new_trace_id, span, table, write
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -18,14 +18,6 @@ from reach_collector.store.duckdb_store import DuckDBStore
 from reach_otel import semconv as sc
 
 S = 1_000_000_000
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW_NS / S
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class CountingStore:

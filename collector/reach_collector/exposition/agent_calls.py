@@ -15,7 +15,6 @@ from prometheus_client.registry import Collector
 from reach_collector.exposition._prom import Bounded, Hist, histogram_family
 from reach_collector.exposition.batch_stats import DURATION_BUCKETS, BatchStats
 from reach_collector.exposition.llm_owners import LLMOwners, Owned
-from reach_collector.exposition.lookups import Lookups
 from reach_collector.query.pricing import PriceTable
 from reach_otel import semconv as sc
 
@@ -31,14 +30,12 @@ class AgentCalls(Collector):
     def __init__(
         self,
         owners: LLMOwners,
-        lookups: Lookups,
         agent: Bounded,
         model: Bounded,
         prices: Mapping[str, Mapping[str, float]] | None,
         scrape_wait_s: float,
     ) -> None:
         self._owners = owners
-        self._lookups = lookups
         self._agent = agent
         self._model = model
         self._prices = PriceTable(prices)
@@ -64,9 +61,7 @@ class AgentCalls(Collector):
                         self._add_tokens(agent, model, int(tin), int(tout))
 
     def collect(self) -> Iterator[Metric]:
-        owned = self._owners.expire()  # held past the timeout: settled before showing
-        self._lookups.drain(self._wait)  # what was acknowledged before this scrape is in it
-        owned += self._owners.expire()
+        owned = self._owners.expire(self._wait)  # held past the timeout: settled before showing
         with self._lock:
             self._count_owned(owned)
             calls = CounterMetricFamily(

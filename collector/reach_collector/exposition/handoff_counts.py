@@ -139,13 +139,10 @@ class HandoffCounts:
         out.extend(waits.settled())
         return out
 
-    def expire(self) -> list[Outcome]:
+    def expire(self, wait_s: float = 0.0) -> list[Outcome]:
         """Handoffs pending past the timeout, settled (called at scrape, so idle collectors settle
-        too), and what lookups have settled since the last call."""
-        with self._waits.lock:
-            expired = self._waits.take_expired(self._clock())
-        out = self._waits.settle_expired(expired, _Pending.settle)
-        return out + self._waits.settled()
+        too), and what lookups have settled since the last call (``PendingSpans.expire``)."""
+        return self._waits.expire(self._clock(), _Pending.settle, wait_s)
 
     # --- under the lock ---------------------------------------------------------------------------
     def _found(self, handoffs: list[_Pending], codes: dict[int, Any]) -> list[Outcome]:

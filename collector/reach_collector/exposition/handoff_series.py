@@ -18,7 +18,6 @@ from prometheus_client.registry import Collector
 from reach_collector.exposition._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_family
 from reach_collector.exposition.batch_stats import BatchStats
 from reach_collector.exposition.handoff_counts import HandoffCounts, Outcome
-from reach_collector.exposition.lookups import Lookups
 from reach_collector.exposition.service_graph import ServiceGraph
 from reach_otel import handoff_state
 from reach_otel import semconv as sc
@@ -36,9 +35,8 @@ class HandoffSeries(Collector):
     """``reach_handoffs``, the service graph, ``reach_loops_detected``, ``reach_requests_looped``
     and ``reach_request_hops``. Thread-safe: the writer thread observes, scrapes collect."""
 
-    def __init__(self, counts: HandoffCounts, lookups: Lookups, agent: Bounded, scrape_wait_s: float) -> None:
+    def __init__(self, counts: HandoffCounts, agent: Bounded, scrape_wait_s: float) -> None:
         self._counts = counts
-        self._lookups = lookups
         self._agent = agent
         self._wait = scrape_wait_s
         self._lock = threading.Lock()
@@ -65,9 +63,7 @@ class HandoffSeries(Collector):
                 looped = set()  # folded in with the first request's stats
 
     def collect(self) -> Iterator[Metric]:
-        settled = self._counts.expire()  # pending past the timeout: settled before showing
-        self._lookups.drain(self._wait)  # what was acknowledged before this scrape is in it
-        settled += self._counts.expire()
+        settled = self._counts.expire(self._wait)  # pending past the timeout: settled before showing
         with self._lock:
             self._count(settled)
             handoffs = CounterMetricFamily(

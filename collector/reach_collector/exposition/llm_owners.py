@@ -166,13 +166,10 @@ class LLMOwners:
         out.extend(waits.settled())
         return out
 
-    def expire(self) -> list[Owned]:
+    def expire(self, wait_s: float = 0.0) -> list[Owned]:
         """Calls held past the timeout, counted (called at scrape, so idle collectors settle too),
-        and what lookups have settled since the last call."""
-        with self._waits.lock:
-            expired = self._waits.take_expired(self._clock())
-        out = self._waits.settle_expired(expired, _owned)
-        return out + self._waits.settled()
+        and what lookups have settled since the last call (``PendingSpans.expire``)."""
+        return self._waits.expire(self._clock(), _owned, wait_s)
 
     def _fresh(
         self, rows: pa.Table, where: np.ndarray[Any, Any], batch: SpanBatch, out: list[Owned]

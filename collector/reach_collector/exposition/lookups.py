@@ -69,6 +69,11 @@ class LookupWorker:
         """Jobs refused because the queue was full (or the worker closed)."""
         return self._dropped
 
+    @property
+    def running(self) -> bool:
+        """The worker thread is alive (until ``close``)."""
+        return self._thread.is_alive()
+
     def submit(self, job: Job) -> bool:
         with self._cond:
             if self._closed or len(self._jobs) >= self._max:

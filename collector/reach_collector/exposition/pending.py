@@ -140,6 +140,17 @@ class PendingSpans(Generic[W, R]):
             return []
         return [final(w, None) for w in expired]
 
+    def expire(self, now: float, final: Callable[[W, Any], R], wait_s: float = 0.0) -> list[R]:
+        """Waiters past their deadline settled by ``final`` after their last lookup, and what lookups
+        have settled since the last call — after waiting up to ``wait_s`` for the lookups queued
+        (a scrape: what was acknowledged before it is in it)."""
+        with self.lock:
+            expired = self.take_expired(now)
+        out = self.settle_expired(expired, final)
+        if wait_s > 0:
+            self._lookups.drain(wait_s)
+        return out + self.settled()
+
     def settled(self) -> list[R]:
         """What lookups settled since the last call."""
         with self.lock:

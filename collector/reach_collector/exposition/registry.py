@@ -67,8 +67,8 @@ class Exposition:
         # LLM calls without an agent attribute wait for their agent ancestor as long as handoffs do.
         owners = LLMOwners(store, clock, timeout_s=handoff_timeout_s, lookups=self.lookups)
         counts = HandoffCounts(store, clock, timeout_s=handoff_timeout_s, lookups=self.lookups)
-        self.calls = AgentCalls(owners, self.lookups, agent, Bounded(max_agents), prices, scrape_wait_s)
-        self.handoffs = HandoffSeries(counts, self.lookups, agent, scrape_wait_s)
+        self.calls = AgentCalls(owners, agent, Bounded(max_agents), prices, scrape_wait_s)
+        self.handoffs = HandoffSeries(counts, agent, scrape_wait_s)
         self.window = AgentWindow(
             store,
             agent,

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +257,19 @@ def test_a_full_lookup_queue_drops_lookups_without_blocking_and_counts_them(
     assert [(o[1], o[2]) for o in expired] == [("B", "unknown")] * 2 and counts.pending == 0
     worker.close()
     assert not worker.running and not worker.submit(lambda: None) and worker.dropped == 2
+
+
+def test_a_scrape_waits_only_for_the_lookups_queued_before_it(worker: LookupWorker) -> None:
+    first, second = threading.Event(), threading.Event()
+    assert worker.submit(partial(first.wait, 10))
+    drained: list[bool] = []
+    scrape = threading.Thread(target=lambda: drained.append(worker.drain(10)))
+    scrape.start()
+    time.sleep(0.05)
+    assert worker.submit(partial(second.wait, 10))  # ingest goes on meanwhile
+    first.set()
+    scrape.join(5)
+    assert drained == [True]  # without waiting for the lookup queued after the scrape began
+    assert not worker.drain(0.05)
+    second.set()
+    assert worker.drain(5)

@@ -57,7 +57,8 @@ class LookupWorker:
     def __init__(self, max_queued: int = 64, name: str = "reach-collector-lookups") -> None:
         self._max = max_queued
         self._jobs: deque[Job] = deque()
-        self._unfinished = 0  # queued or running
+        self._taken = 0  # jobs queued since start
+        self._ran = 0  # of those, run (in order: one thread)
         self._cond = threading.Condition()
         self._closed = False
         self._dropped = 0
@@ -82,15 +83,17 @@ class LookupWorker:
                     log.warning("metrics lookup queue full: %d lookups dropped so far", self._dropped)
                 return False
             self._jobs.append(job)
-            self._unfinished += 1
+            self._taken += 1
             self._cond.notify_all()
         return True
 
     def drain(self, timeout_s: float) -> bool:
-        """Wait until every job submitted so far has run; False if ``timeout_s`` passed first."""
+        """Wait until every job submitted so far has run (not those submitted meanwhile, so a
+        scrape during sustained ingest does not wait for ever); False if ``timeout_s`` passed."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._unfinished:
+            until = self._taken
+            while self._ran < until:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -114,7 +117,7 @@ class LookupWorker:
                 job = self._jobs.popleft()
             _run(job)
             with self._cond:
-                self._unfinished -= 1
+                self._ran += 1
                 self._cond.notify_all()
 
 

@@ -52,7 +52,8 @@ class Inline:
 
 
 class LookupWorker:
-    """One daemon thread taking jobs from a queue of at most ``max_queued``, in order."""
+    """One daemon thread (started by the first job) taking jobs from a queue of at most
+    ``max_queued``, in order."""
 
     def __init__(self, max_queued: int = 64, name: str = "reach-collector-lookups") -> None:
         self._max = max_queued
@@ -62,8 +63,8 @@ class LookupWorker:
         self._cond = threading.Condition()
         self._closed = False
         self._dropped = 0
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self._name = name
+        self._thread: threading.Thread | None = None  # started by the first job
 
     @property
     def dropped(self) -> int:
@@ -73,7 +74,7 @@ class LookupWorker:
     @property
     def running(self) -> bool:
         """The worker thread is alive (until ``close``)."""
-        return self._thread.is_alive()
+        return self._thread is not None and self._thread.is_alive()
 
     def submit(self, job: Job) -> bool:
         with self._cond:
@@ -84,6 +85,9 @@ class LookupWorker:
                 return False
             self._jobs.append(job)
             self._taken += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
             self._cond.notify_all()
         return True
 
@@ -105,7 +109,9 @@ class LookupWorker:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._thread.join(timeout_s)
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
 
     def _run(self) -> None:
         while True:

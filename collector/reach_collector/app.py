@@ -70,9 +70,8 @@ def create_app(
     settings = settings or Settings()
     owns_store = store is None
     store = store if store is not None else open_store(settings)
-    alerting = settings.sections.get("alerting") or {}
     exposition = Exposition(
-        store, clock, thresholds_ms=alerting.get("thresholds") or {}, prices=settings.prices
+        store, clock, thresholds_ms=settings.tree.alerting.thresholds, prices=settings.prices
     )
 
     def observe(table: pa.Table, seconds: float, stats: list[BatchStats | None]) -> None:

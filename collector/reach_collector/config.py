@@ -5,34 +5,37 @@ A bad file fails at start with the file, the key and the reason (``ConfigError``
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
+from pydantic.dataclasses import dataclass
 
-from reach_collector.config_values import ConfigError as ConfigError  # re-exported: raised by load()
 from reach_collector.config_values import (
+    SECTION,
     Invalid,
     Section,
     as_mapping,
-    config_error,
     duration,
     keyed,
-    mapping,
     non_negative,
-    number,
-    optional_str,
+    optional,
     read,
     text_or_none,
+    validate,
     whole,
+    zone,
 )
+from reach_collector.config_values import ConfigError as ConfigError  # re-exported: raised by load()
 from reach_collector.config_values import parse_duration as parse_duration  # re-exported
 from reach_collector.limits import ServerLimits
+from reach_collector.sections import NAMES as SECTION_NAMES
+from reach_collector.sections import Sections
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
@@ -49,14 +52,9 @@ _CANONICAL_UNIT: Final = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "K
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 DEFAULT_MEMORY_LIMIT: Final = "512MB"
 _MIN_MEMORY_BYTES: Final = 64 * 1000**2
-# The top-level sections the alerting package reads (``alerting.config``); the others are ours.
-SECTIONS: Final = frozenset(
-    {"alerting", "users", "schedules", "escalation_policies", "routing", "owners", "quality"}
-)
-_RULE_DURATIONS: Final = ("for", "window", "keep_firing_for", "after")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Settings:
     host: str = "127.0.0.1"
     port: int = 4318
@@ -79,9 +77,16 @@ class Settings:
     limits: ServerLimits = field(default_factory=ServerLimits)
     time_zone: str = "UTC"
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    # Sections other modules own (alerting, users, schedules, ...), validated for shape only.
+    # The sections the alerting package reads (alerting, users, schedules, ...) as written: the
+    # mapping a Settings is built from; ``tree`` is what they say, read once (``sections.Sections``).
     sections: Mapping[str, Any] = field(default_factory=dict)
     source: str = "(defaults)"
+    # ``sections`` already read (``from_mapping`` reads them with the rest of the file); None: read here.
+    parsed: dataclasses.InitVar[Sections | None] = None
+    tree: Sections = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self, parsed: Sections | None) -> None:
+        object.__setattr__(self, "tree", parsed if parsed is not None else validate(Sections, self.sections))
 
     @property
     def auth_enabled(self) -> bool:
@@ -115,17 +120,6 @@ def memory_size(value: Any) -> str:
 
 def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
     return keyed(memory_size, value, key)
-
-
-def zone(value: Any) -> str:
-    """An IANA time zone name (``UTC``, ``Europe/Berlin``)."""
-    if not isinstance(value, str):
-        raise Invalid(f"expected an IANA zone name like UTC or Europe/Berlin, got {value!r}")
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise Invalid(f"unknown time zone {value!r}") from None
-    return value
 
 
 def parse_zone(value: Any, key: str = "time_zone") -> str:
@@ -162,10 +156,7 @@ def host_names(value: Any) -> tuple[str, ...]:
     return tuple(v.lower() for v in value)
 
 
-def _threads(value: Any) -> int | None:
-    return None if value is None else whole(1, 64)(value)
-
-
+@dataclass(frozen=True, config=SECTION)
 class ServerSection(ServerLimits):
     """``server:``: where the collector listens and what one request may hold, with its limits."""
 
@@ -188,47 +179,64 @@ class ServerSection(ServerLimits):
         return self
 
 
+@dataclass(frozen=True, config=SECTION)
 class StorageSection(Section):
     db: Annotated[str, read(database)] = DEFAULT_DB
-    retention_s: Annotated[float, read(duration)] = Field(default=7 * 86400.0, alias="retention")
+    retention_s: Annotated[float, read(duration)] = Field(default=7 * 86400.0, validation_alias="retention")
     memory_limit: Annotated[str, read(memory_size)] = DEFAULT_MEMORY_LIMIT
-    threads: Annotated[int | None, read(_threads)] = 1
+    threads: Annotated[int | None, read(optional(whole(1, 64)))] = 1
 
 
+@dataclass(frozen=True, config=SECTION)
 class AuthSection(Section):
     ingest_token: Annotated[str | None, read(text_or_none)] = None
     query_token: Annotated[str | None, read(text_or_none)] = None
 
 
+@dataclass(frozen=True, config=SECTION)
 class Price(Section):
     """USD per million tokens of one model; a side not given is not priced."""
 
     input: Annotated[float | None, read(non_negative)] = None
     output: Annotated[float | None, read(non_negative)] = None
 
+    def given(self) -> dict[str, float]:
+        """The sides priced (null is refused, so None is a side not given)."""
+        return {
+            side: usd for side, usd in (("input", self.input), ("output", self.output)) if usd is not None
+        }
 
+
+@dataclass(frozen=True, config=SECTION)
 class CollectorFile(Section):
     """The collector's own keys of a config file (§10), typed; the other top-level sections are
-    the alerting package's (``SECTIONS``)."""
+    the alerting package's (``sections.Sections``)."""
 
-    other_keys: ClassVar[frozenset[str]] = SECTIONS
-    server: ServerSection = ServerSection()
-    storage: StorageSection = StorageSection()
-    auth: AuthSection = AuthSection()
+    other_keys: ClassVar[frozenset[str]] = SECTION_NAMES
+    server: ServerSection = Field(default_factory=ServerSection)
+    storage: StorageSection = Field(default_factory=StorageSection)
+    auth: AuthSection = Field(default_factory=AuthSection)
     prices: Annotated[dict[str, Price], read(as_mapping)] = Field(default_factory=dict)
     time_zone: Annotated[str, read(zone)] = "UTC"
 
 
 def from_mapping(doc: Mapping[str, Any], source: str = "(mapping)") -> Settings:
-    """Validate a parsed config document (§10) into Settings."""
+    """Validate a parsed config document (§10) into Settings, its sections into their tree; a
+    ConfigError names every problem of both."""
+    problems, tree, parsed = [], None, None
     try:
-        tree = CollectorFile.model_validate(doc)
-    except ValidationError as exc:
-        raise config_error(exc, source) from None
-    try:
-        sections = _sections(doc)
+        tree = validate(CollectorFile, doc, source)
+        sections = {name: value for name, value in doc.items() if name in SECTION_NAMES}
     except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        problems.append(str(exc))
+        sections = {}
+    if tree is not None:
+        try:
+            parsed = validate(Sections, sections, source)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems or tree is None or parsed is None:
+        raise ConfigError("\n".join(problems))
     server, storage = tree.server, tree.storage
     return Settings(
         host=server.host,
@@ -246,41 +254,11 @@ def from_mapping(doc: Mapping[str, Any], source: str = "(mapping)") -> Settings:
         allowed_hosts=server.allowed_hosts,
         limits=server,
         time_zone=tree.time_zone,
-        prices={name: price.model_dump(exclude_unset=True) for name, price in tree.prices.items()},
+        prices={name: price.given() for name, price in tree.prices.items()},
         sections=sections,
         source=source,
+        parsed=parsed,
     )
-
-
-def _sections(doc: Mapping[str, Any]) -> dict[str, Any]:
-    sections: dict[str, Any] = {}
-    if "alerting" in doc:
-        sections["alerting"] = _alerting(mapping(doc["alerting"], "alerting"))
-    for name in ("users", "schedules", "escalation_policies", "routing", "owners", "quality"):
-        if name in doc:
-            sections[name] = mapping(doc[name], name)
-    for user, spec in sections.get("users", {}).items():
-        spec = mapping(spec, f"users.{user}")
-        if "webhook" in spec:
-            optional_str(spec["webhook"], f"users.{user}.webhook")
-    return sections
-
-
-def _alerting(alerting: Mapping[str, Any]) -> Mapping[str, Any]:
-    for key in ("interval", "repeat"):
-        if key in alerting:
-            parse_duration(alerting[key], f"alerting.{key}")
-    for key in ("registry", "alertmanager_url"):
-        if key in alerting:
-            optional_str(alerting[key], f"alerting.{key}")
-    for agent, ms in mapping(alerting.get("thresholds"), "alerting.thresholds").items():
-        number(ms, f"alerting.thresholds.{agent}")
-    for rule, spec in mapping(alerting.get("rules"), "alerting.rules").items():
-        spec = mapping(spec, f"alerting.rules.{rule}")
-        for key in _RULE_DURATIONS:
-            if key in spec:
-                parse_duration(spec[key], f"alerting.rules.{rule}.{key}")
-    return alerting
 
 
 def load_file(path: str | os.PathLike[str]) -> Settings:

@@ -13,34 +13,59 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, TypeVar
+from datetime import date, datetime
+from typing import Any, ClassVar, Final, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic import BeforeValidator, ConfigDict, TypeAdapter, ValidationError, model_validator
+from pydantic.dataclasses import dataclass
+from pydantic.fields import FieldInfo
+from pydantic_core import ArgsKwargs
 
 from reach_collector.text.durations import DurationError, parse_duration_s
+from reach_collector.text.redact_url import redact_url
 
 __all__ = [
+    "SECTION",
     "ConfigError",
     "Invalid",
     "Section",
     "as_mapping",
+    "between",
     "config_error",
+    "count",
     "duration",
+    "flag",
     "integer",
+    "invalid_all",
     "keyed",
+    "listed",
     "mapping",
+    "name",
+    "names",
     "non_negative",
     "number",
+    "one_of",
     "only",
+    "optional",
     "optional_str",
     "parse_duration",
+    "positive_duration",
     "read",
+    "read_each",
+    "section_keys",
+    "stamp",
     "text_or_none",
     "unknown_key",
+    "url",
+    "validate",
+    "validate_here",
     "whole",
+    "zone",
 ]
 
 T = TypeVar("T")
+S = TypeVar("S", bound="Section")
 
 
 class ConfigError(ValueError):
@@ -68,6 +93,11 @@ def keyed(reader: Callable[[Any], T], value: Any, key: str) -> T:
 def read(reader: Callable[[Any], Any]) -> BeforeValidator:
     """A field of the tree read with ``reader`` (given only when the key is present)."""
     return BeforeValidator(reader)
+
+
+def optional(reader: Callable[[Any], T]) -> Callable[[Any], T | None]:
+    """``reader``, with null for "not given" (a field whose default is None)."""
+    return lambda value: None if value is None else reader(value)
 
 
 # --- the readers ---------------------------------------------------------------------------------
@@ -128,6 +158,104 @@ def text_or_none(value: Any) -> str | None:
     return value
 
 
+def positive_duration(value: Any) -> float:
+    seconds = duration(value)
+    if seconds == 0:
+        raise Invalid("must be greater than 0")
+    return seconds
+
+
+def between(low: float, high: float) -> Callable[[Any], float]:
+    """The reader of a number from ``low`` to ``high``."""
+
+    def reader(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise Invalid(f"expected a number between {low:g} and {high:g}, got {value!r}")
+        return float(value)
+
+    return reader
+
+
+def count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(f"expected a non-negative integer, got {value!r}")
+    return value
+
+
+def flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {value!r}")
+    return value
+
+
+def one_of(*allowed: str) -> Callable[[Any], str]:
+    """The reader of one of ``allowed`` (a severity, ``per``)."""
+
+    def reader(value: Any) -> str:
+        if value not in allowed:
+            raise Invalid(f"expected one of {', '.join(allowed)}, got {value!r}")
+        return str(value)
+
+    return reader
+
+
+def url(value: Any) -> str | None:
+    """An http(s) URL, without its trailing slash; a bad one is shown without its secrets."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        shown = redact_url(value) if isinstance(value, str) else value  # a typo may still hold a token
+        raise Invalid(f"expected an http:// or https:// URL or null, got {shown!r}")
+    return value.rstrip("/")
+
+
+def names(value: Any) -> tuple[str, ...]:
+    """A non-empty list of names (users, labels)."""
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
+        raise Invalid(f"expected a non-empty list of names, got {value!r}")
+    return tuple(value)
+
+
+def name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"expected a name, got {value!r}")
+    return value
+
+
+def stamp(value: Any) -> datetime:
+    """A date-time (``2026-01-05T09:00:00``, a date, with or without an offset)."""
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            pass
+    raise Invalid(f"expected a date-time like 2026-01-05T09:00:00, got {value!r}")
+
+
+def listed(value: Any) -> Any:
+    """A list (absent or null: empty); its items are read by the field's type."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise Invalid(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def zone(value: Any) -> str:
+    """An IANA time zone name (``UTC``, ``Europe/Berlin``)."""
+    if not isinstance(value, str):
+        raise Invalid(f"expected an IANA zone name like UTC or Europe/Berlin, got {value!r}")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise Invalid(f"unknown time zone {value!r}") from None
+    return value
+
+
 def unknown_key(name: str, known: Iterable[str]) -> str:
     """The reason an unknown key is refused: what is known, and the near name if there is one."""
     known = sorted(known)
@@ -168,25 +296,87 @@ def optional_str(value: Any, key: str) -> str | None:
 # --- the tree ------------------------------------------------------------------------------------
 
 
-class Section(BaseModel):
-    """A mapping of the config with known keys (their aliases, as written in the file): absent or
-    null is every default; a key it does not know is refused, naming the keys it does."""
+# How every section is declared: ``@dataclass(frozen=True, config=SECTION)``, a subclass of
+# ``Section``. Fields take their key as written in the file as ``validation_alias`` (``for``); code
+# builds them by field name (``for_s``), positionally too.
+SECTION: Final = ConfigDict(extra="forbid", populate_by_name=True)
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    # Keys a subclass takes besides its fields (handed on to another section's reader).
+
+@dataclass(frozen=True, config=SECTION)
+class Section:
+    """A mapping of the config with known keys: absent or null is every default; a key it does not
+    know is refused, naming the keys it does. Built in code, it is checked like a file's."""
+
+    # Keys a subclass takes besides its fields, dropped before its fields are read (``type:``).
     other_keys: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
     @classmethod
     def _known_keys(cls, value: Any) -> Any:
-        if isinstance(value, cls):
+        if isinstance(value, (ArgsKwargs, cls)):  # built in code, by field name
             return value
         doc = as_mapping(value)
-        known = {field.alias or name for name, field in cls.model_fields.items()} | cls.other_keys
+        known = section_keys(cls) | cls.other_keys
         for name in doc:
             if name not in known:
                 raise Invalid(unknown_key(name, known), at=name)
         return {k: v for k, v in doc.items() if k not in cls.other_keys}
+
+
+def section_keys(cls: type[Section]) -> frozenset[str]:
+    """The keys of a section as written in the file."""
+    fields: dict[str, FieldInfo] = getattr(cls, "__pydantic_fields__")  # noqa: B009 (set by pydantic)
+    return frozenset(
+        f.validation_alias if isinstance(f.validation_alias, str) else n for n, f in fields.items()
+    )
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def validate(cls: type[S], doc: Any, source: str | None = None) -> S:
+    """``doc`` read into the section ``cls``; a ``ConfigError`` naming every problem otherwise."""
+    try:
+        return validate_here(cls, doc)
+    except ValidationError as exc:
+        raise config_error(exc, source) from None
+
+
+def validate_here(cls: type[S], doc: Any) -> S:
+    """``doc`` read into ``cls`` inside a reader of the tree (its errors join the tree's)."""
+    adapter = _ADAPTERS.get(cls) or _ADAPTERS.setdefault(cls, TypeAdapter(cls))
+    read_: S = adapter.validate_python(doc)
+    return read_
+
+
+def _problem(loc: tuple[str | int, ...], exc: Invalid, value: Any) -> Any:
+    return {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": exc}}
+
+
+def invalid_all(problems: Iterable[tuple[str, Invalid]], value: Any) -> ValidationError:
+    """Several problems of one value at once, each at its key below it (``""``: the value's own)."""
+    return ValidationError.from_exception_data(
+        "config", [_problem((at,) if at else (), exc, value) for at, exc in problems]
+    )
+
+
+def read_each(value: Any, reader: Callable[[str, Any], T]) -> dict[str, T]:
+    """A mapping whose values ``reader(key, value)`` reads, each by its own kind (the rules): every
+    problem is reported, at its key."""
+    out: dict[str, T] = {}
+    problems: list[Any] = []
+    for key, item in as_mapping(value).items():
+        try:
+            out[key] = reader(key, item)
+        except Invalid as exc:
+            problems.append(_problem((key,), exc, item))
+        except ValidationError as exc:
+            for error in exc.errors(include_url=False):
+                kept = {k: error[k] for k in ("type", "input", "ctx") if k in error}
+                problems.append({**kept, "loc": (key, *error["loc"])})
+    if problems:
+        raise ValidationError.from_exception_data("config", problems)
+    return out
 
 
 _MAPPING_ERRORS = frozenset({"model_type", "model_attributes_type", "dict_type", "dataclass_type"})
@@ -212,7 +402,8 @@ def config_error(exc: ValidationError, source: str | None = None) -> ConfigError
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    """A key path: ``alerting.rules.Slo.windows[0]``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
 def _join(path: str, below: str) -> str:

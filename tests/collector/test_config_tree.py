@@ -9,17 +9,19 @@ from pathlib import Path
 import pytest
 
 from reach_collector.config import CollectorFile, ConfigError, from_mapping, load_file
+from reach_collector.config_values import validate
 from reach_collector.limits import ServerLimits
 
 
 def test_a_file_reads_into_typed_values() -> None:
-    tree = CollectorFile.model_validate(
+    tree = validate(
+        CollectorFile,
         {
             "server": {"port": 4400, "header_timeout": "2m", "allowed_hosts": "Collector.Internal"},
             "storage": {"retention": "36h", "memory_limit": "1.5gb", "threads": None},
             "prices": {"m": {"input": 1}},
             "alerting": {"interval": "15s"},  # the alerting package's: passed on, not read here
-        }
+        },
     )
     assert isinstance(tree.server, ServerLimits)
     assert tree.server.header_timeout_s == 120.0 and isinstance(tree.server.header_timeout_s, float)

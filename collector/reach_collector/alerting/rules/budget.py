@@ -15,66 +15,15 @@ one early call does not project to infinity. An LLM span counts for the agent na
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from reach_collector.alerting._checks import duration, flag, number, only
 from reach_collector.alerting.evaluation.state import Sample, iso
-from reach_collector.alerting.rules.spec import SEVERITIES, severity
-from reach_collector.config import ConfigError
+from reach_collector.sections.rules import WARNING, BudgetRuleConfig
 from reach_collector.text.durations import format_duration_s
 
-__all__ = ["WARNING", "BudgetData", "BudgetRule", "BudgetRuleConfig", "budget_rules", "parse_budget"]
+__all__ = ["WARNING", "BudgetData", "BudgetRule", "BudgetRuleConfig", "budget_rules"]
 
-WARNING: Final = "warning"  # a severity with no route: recorded and shown, never paged
-_PER: Final = ("agent", "user", "conversation")
 _NS: Final = 1e9
-
-
-@dataclass(frozen=True)
-class BudgetRuleConfig:
-    name: str
-    per: str = "agent"
-    limit_usd: float | None = None
-    limit_tokens: int | None = None
-    window_s: float = 86400.0
-    severity: str = "P1"
-    warn: bool = True
-    warn_severity: str = WARNING
-    min_elapsed_s: float | None = None  # None: window / 24
-    for_s: float = 0.0
-    keep_firing_for_s: float = 0.0
-    enabled: bool = True
-
-
-def parse_budget(name: str, spec: Mapping[str, Any], key: str) -> BudgetRuleConfig:
-    allowed = {"type", "per", "limit_usd", "limit_tokens", "window", "severity", "warn", "warn_severity"}
-    only(spec, key, allowed | {"min_elapsed", "for", "keep_firing_for", "enabled"})
-    per = spec.get("per", "agent")
-    if per not in _PER:
-        raise ConfigError(f"{key}.per: expected one of {', '.join(_PER)}, got {per!r}")
-    if ("limit_usd" in spec) == ("limit_tokens" in spec):
-        raise ConfigError(f"{key}: set exactly one of limit_usd and limit_tokens")
-    usd = number(spec, "limit_usd", key, 0.0, 1e-9, 1e12) if "limit_usd" in spec else None
-    tokens = int(number(spec, "limit_tokens", key, 0, 1, 1e15)) if "limit_tokens" in spec else None
-    d = BudgetRuleConfig(name)
-    window = duration(spec, "window", key, d.window_s, positive=True)
-    return BudgetRuleConfig(
-        name=name,
-        per=per,
-        limit_usd=usd,
-        limit_tokens=tokens,
-        window_s=window,
-        severity=severity(spec, key, d.severity),
-        warn=flag(spec, "warn", key, d.warn),
-        warn_severity=severity(
-            {"severity": spec.get("warn_severity", WARNING)}, key, WARNING, (*SEVERITIES, WARNING)
-        ),
-        min_elapsed_s=duration(spec, "min_elapsed", key, window / 24, positive=True),
-        for_s=duration(spec, "for", key, d.for_s),
-        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
-        enabled=flag(spec, "enabled", key, d.enabled),
-    )
 
 
 class BudgetData(Protocol):

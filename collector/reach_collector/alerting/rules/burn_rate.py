@@ -10,7 +10,7 @@ from typing import ClassVar, TypeVar
 from reach_collector.alerting.evaluation.state import Sample
 from reach_collector.alerting.inputs.data import AlertData
 from reach_collector.alerting.rules.base import AgentWindowLinks, agent_labels
-from reach_collector.alerting.rules.spec import BurnWindow
+from reach_collector.sections.rules import BurnWindow
 from reach_collector.text.durations import format_duration_s
 
 __all__ = ["BurnRateRule", "burning"]

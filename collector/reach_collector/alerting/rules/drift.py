@@ -14,39 +14,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
-from reach_collector.alerting._checks import duration, flag, only
 from reach_collector.alerting.evaluation.state import Sample, iso
-from reach_collector.alerting.rules.spec import SEVERITIES, severity
+from reach_collector.sections.rules import INFO, DriftRuleConfig
 from reach_collector.text.durations import format_duration_s
 
-__all__ = ["INFO", "DriftData", "DriftRule", "DriftRuleConfig", "cycle_through", "parse_drift"]
+__all__ = ["INFO", "DriftData", "DriftRule", "DriftRuleConfig", "cycle_through"]
 
-INFO: Final = "info"  # a severity with no route: an event, recorded and shown, never paged
 Edge = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class DriftRuleConfig:
-    name: str = "ReachTopologyChanged"
-    baseline_s: float = 7 * 86400.0
-    window_s: float = 3600.0
-    severity: str = INFO
-    enabled: bool = True
-
-
-def parse_drift(name: str, spec: Mapping[str, Any], key: str) -> DriftRuleConfig:
-    only(spec, key, {"type", "baseline", "window", "severity", "enabled"})
-    d = DriftRuleConfig(name)
-    return DriftRuleConfig(
-        name=name,
-        baseline_s=duration(spec, "baseline", key, d.baseline_s, positive=True),
-        window_s=duration(spec, "window", key, d.window_s, positive=True),
-        severity=severity(spec, key, d.severity, (*SEVERITIES, INFO)),
-        enabled=flag(spec, "enabled", key, d.enabled),
-    )
 
 
 class DriftData(Protocol):

@@ -12,50 +12,17 @@ top-level ``owners`` (no owner → the route of the rule's severity, P1 by defau
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reach_collector.alerting._checks import count, duration, flag, number, only
 from reach_collector.alerting.evaluation.state import Sample
 from reach_collector.alerting.rules.base import since_breach
 from reach_collector.alerting.rules.burn_rate import burning
-from reach_collector.alerting.rules.spec import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
+from reach_collector.sections.rules import EdgeSLORuleConfig
 from reach_collector.text.durations import format_duration_s
 
-__all__ = ["EdgeData", "EdgeSLORule", "EdgeSLORuleConfig", "parse_edge_slo"]
+__all__ = ["EdgeData", "EdgeSLORule", "EdgeSLORuleConfig"]
 
 Edge = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class EdgeSLORuleConfig:
-    name: str
-    objective: float = 0.99
-    severity: str = "P1"
-    windows: tuple[BurnWindow, ...] = WORKBOOK_WINDOWS
-    min_handoffs: int = 5  # a window with fewer taken-on handoffs is no data
-    for_s: float = 0.0
-    keep_firing_for_s: float = 0.0
-    enabled: bool = True
-
-
-def parse_edge_slo(name: str, spec: Mapping[str, Any], key: str) -> EdgeSLORuleConfig:
-    only(
-        spec,
-        key,
-        {"type", "objective", "severity", "windows", "min_handoffs", "for", "keep_firing_for", "enabled"},
-    )
-    d = EdgeSLORuleConfig(name)
-    return EdgeSLORuleConfig(
-        name=name,
-        objective=number(spec, "objective", key, d.objective, 0.0, 0.999999),
-        severity=severity(spec, key, d.severity),
-        windows=parse_windows(spec, key, d.windows),
-        min_handoffs=count(spec, "min_handoffs", key, d.min_handoffs),
-        for_s=duration(spec, "for", key, d.for_s),
-        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
-        enabled=flag(spec, "enabled", key, d.enabled),
-    )
 
 
 class EdgeData(Protocol):

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from reach_collector.alerting.evaluation.state import Sample, iso
 from reach_collector.alerting.inputs.data import AlertData
 from reach_collector.alerting.rules.base import AgentWindowLinks, agent_labels, enough_calls, since_breach
-from reach_collector.alerting.rules.spec import HEARTBEAT, LATENCY, SUCCESS_RATE
+from reach_collector.sections.rules import HEARTBEAT, LATENCY, SUCCESS_RATE
 from reach_collector.text.durations import format_duration_s
 
 __all__ = ["HeartbeatLostRule", "LatencyRule", "SuccessRateRule", "agent_statuses"]

@@ -14,63 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from reach_collector.alerting._checks import count, duration, flag, names, number, only, required
 from reach_collector.alerting.evaluation.state import Sample
 from reach_collector.alerting.rules.base import since_breach
 from reach_collector.alerting.rules.burn_rate import burning
-from reach_collector.alerting.rules.spec import WORKBOOK_WINDOWS, BurnWindow, parse_windows, severity
-from reach_collector.config_values import ConfigError
 from reach_collector.query.judged import Verdict, rule_judges_good
+from reach_collector.sections.rules import QualityRuleConfig
 from reach_collector.text.durations import format_duration_s
 
-__all__ = ["QualityData", "QualityRule", "QualityRuleConfig", "is_good", "parse_quality"]
-
-
-@dataclass(frozen=True)
-class QualityRuleConfig:
-    name: str
-    evaluation: str = ""
-    good_labels: tuple[str, ...] = ()
-    min_score: float | None = None
-    objective: float = 0.95
-    severity: str = "P1"
-    windows: tuple[BurnWindow, ...] = WORKBOOK_WINDOWS
-    min_evaluations: int = 5
-    for_s: float = 0.0
-    keep_firing_for_s: float = 0.0
-    enabled: bool = True
-
-
-def parse_quality(name: str, spec: Mapping[str, Any], key: str) -> QualityRuleConfig:
-    only(
-        spec,
-        key,
-        {
-            "type", "evaluation", "good_labels", "min_score", "objective", "severity", "windows",
-            "min_evaluations", "for", "keep_firing_for", "enabled",
-        },
-    )  # fmt: skip
-    required(spec, key, ("evaluation",))
-    evaluation = spec["evaluation"]
-    if not isinstance(evaluation, str) or not evaluation.strip():
-        raise ConfigError(f"{key}.evaluation: expected the evaluation's name, got {evaluation!r}")
-    if ("good_labels" in spec) == ("min_score" in spec):
-        raise ConfigError(f"{key}: give good_labels (the labels judged good) or min_score, one of them")
-    good = names(spec["good_labels"], f"{key}.good_labels") if "good_labels" in spec else ()
-    d = QualityRuleConfig(name)
-    return QualityRuleConfig(
-        name=name,
-        evaluation=evaluation,
-        good_labels=good,
-        min_score=number(spec, "min_score", key, 0.0, -1e12, 1e12) if "min_score" in spec else None,
-        objective=number(spec, "objective", key, d.objective, 0.0, 0.999999),
-        severity=severity(spec, key, d.severity),
-        windows=parse_windows(spec, key, d.windows),
-        min_evaluations=count(spec, "min_evaluations", key, d.min_evaluations),
-        for_s=duration(spec, "for", key, d.for_s),
-        keep_firing_for_s=duration(spec, "keep_firing_for", key, d.keep_firing_for_s),
-        enabled=flag(spec, "enabled", key, d.enabled),
-    )
+__all__ = ["QualityData", "QualityRule", "QualityRuleConfig", "is_good"]
 
 
 def is_good(verdict: Verdict, good_labels: Sequence[str], min_score: float | None) -> bool:

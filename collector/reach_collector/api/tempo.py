@@ -24,7 +24,7 @@ from reach_collector.api.tempo_otlp import to_traces_data, trace_by_id_response,
 from reach_collector.api.traces import DEFAULT_LIMIT, MAX_LIMIT
 from reach_collector.query import tags
 from reach_collector.store.base import TraceFilter, TraceStore
-from reach_collector.text.durations import DurationError, parse_duration_s
+from reach_collector.text.durations import GO_UNITS, DurationError, parse_duration_s
 from reach_otel import semconv as sc
 
 __all__ = ["PREFIX", "parse_duration_ms", "parse_traceql", "tempo_router"]
@@ -45,7 +45,6 @@ TAG_SCAN_ROWS: Final = 100_000  # spans sampled per tag lookup (bounded work per
 TAG_LIMIT: Final = 1_000
 INTRINSICS: Final = ("duration", "kind", "name", "rootName", "rootServiceName", "status", "traceDuration")
 _TRACE_ID: Final = re.compile(r"^[0-9a-fA-F]{1,32}$")
-_GO_UNITS: Final = ("ns", "us", "µs", "ms", "s", "m", "h")  # Go's time.ParseDuration
 MAX_UNIX_S: Final = (2**63 - 1) // 1_000_000_000  # start/end in seconds whose nanoseconds fit int64
 _CONDITION: Final = re.compile(r'^\s*([A-Za-z_.][\w.\-]*)\s*(=|>=|>)\s*("(?:[^"\\]|\\.)*"|[^\s"]+)\s*$')
 _COLUMNS: Final = {"span": "attributes", "resource": "resource"}  # never user input in SQL text
@@ -59,9 +58,10 @@ def parse_trace_id(value: str) -> str:
 
 
 def parse_duration_ms(value: str, name: str) -> float:
-    """A Go duration (``100ms``, ``1.5s``, ``1m30s``) in milliseconds; HTTP 400 when malformed."""
+    """A Go duration (``100ms``, ``1.5s``, ``1m30s``: the one parser in Go's units) in
+    milliseconds; HTTP 400 when malformed."""
     try:
-        return parse_duration_s(value, name, units=_GO_UNITS) * 1000
+        return parse_duration_s(value, name, units=GO_UNITS) * 1000
     except DurationError as exc:
         raise HTTPException(400, str(exc)) from None
 

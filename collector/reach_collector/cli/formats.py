@@ -1,57 +1,30 @@
 """How the query commands print durations and times — one formatter for every table (SPEC §12):
-durations as ``850ms``, ``2.4s``, ``15m``, ``1h30m``, ``2d``; times as ISO-8601 in the chosen zone
-with its offset (``2026-01-05T16:00:00+08:00``), whole seconds, no spaces, so a time copies
-straight into ``--since``/``--until``/``--at``. Pure stdlib."""
+durations as ``850ms``, ``2.4s``, ``15m``, ``1h30m``, ``2d`` (the collector's one duration
+formatter, text.durations, rounded for people); times as ISO-8601 in the chosen zone with its
+offset (``2026-01-05T16:00:00+08:00``), whole seconds, no spaces, so a time copies straight into
+``--since``/``--until``/``--at``."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["LOCAL", "duration", "parse_zone", "seconds", "usd", "when", "zone_label"]
+from reach_collector.text.durations import format_duration_s
+
+__all__ = ["LOCAL", "duration", "parse_zone", "usd", "when", "zone_label"]
 
 LOCAL = "local"  # the zone of the machine the command runs on
 
-# (unit, length in seconds), largest first: two adjacent units at most, e.g. 1h30m, 2d6h.
-_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-
 
 def duration(ms: float | None) -> str:
-    """Milliseconds → ``0.4ms``, ``850ms``, ``2.4s``, ``42s``, ``15m``, ``1h30m``, ``2d``; ``-`` for
-    none. Below a minute the value is rounded; above it, to the smaller of two units."""
-    if ms is None:
-        return "-"
-    if ms < 0:
-        return "-" + duration(-ms)
-    if ms == 0:
-        return "0ms"
-    if ms < 9.95:
-        return f"{ms:.1f}ms"
-    if ms < 999.5:
-        return f"{ms:.0f}ms"
-    if ms < 9950:
-        return f"{ms / 1000:.1f}s"
-    if ms < 59_500:
-        return f"{ms / 1000:.0f}s"
-    return seconds(ms / 1000)
+    """Milliseconds → ``0.4ms``, ``850ms``, ``2.4s``, ``42s``, ``15m``, ``1h30m``, ``2d``
+    (text.durations, rounded for people); ``-`` for none."""
+    return "-" if ms is None else format_duration_s(ms / 1000, exact=False)
 
 
 def usd(value: float | None) -> str:
     """A cost in dollars to four places; ``unpriced`` where the price table names no price."""
     return "unpriced" if value is None else f"${value:.4f}"
-
-
-def seconds(value: float) -> str:
-    """A length in seconds (a window, a lookback) → ``30s``, ``15m``, ``1h30m``, ``2d``, ``7d``."""
-    if value < 59.5:
-        return f"{value:.0f}s" if value >= 1 or value == 0 else duration(value * 1000)
-    for i, (unit, size) in enumerate(_UNITS[:-1]):
-        if value >= size - 0.5 * _UNITS[i + 1][1]:
-            small_unit, small = _UNITS[i + 1]
-            total = round(value / small)  # in the smaller unit
-            big, rest = divmod(total, size // small)
-            return f"{big}{unit}{rest}{small_unit}" if rest else f"{big}{unit}"
-    return f"{value:.0f}s"  # pragma: no cover - the loop always returns for value >= 59.5
 
 
 def parse_zone(name: str) -> tzinfo:

@@ -15,7 +15,8 @@ from reach_collector.cli.client import (
     query_command,
     requested_zone,
 )
-from reach_collector.cli.formats import duration, seconds, usd
+from reach_collector.cli.formats import duration, usd
+from reach_collector.text.durations import format_duration_s
 
 __all__ = ["print_agents", "print_golden", "register", "run_metrics"]
 
@@ -48,7 +49,7 @@ def print_golden(body: dict[str, Any], zone: tzinfo) -> None:
     from reach_collector.cli.render import Col, console, fit_table, zone_heading
 
     out = console()
-    window = seconds(float(body["window_s"]))
+    window = format_duration_s(float(body["window_s"]), exact=False)
     if not body["groups"]:
         out.print(f"no {body['by']} calls in the last {window}")
         return
@@ -77,7 +78,7 @@ def print_agents(body: dict[str, Any], zone: tzinfo) -> None:
 
     out = console()
     h, hops, loops = body["handoffs"], body["hops"], body["loops"]
-    window = seconds(float(body["window_s"]))
+    window = format_duration_s(float(body["window_s"]), exact=False)
     out.print(zone_heading(f"Multi-agent metrics, last {window}", zone, body["until"]))
     summary = [
         ["handoffs", str(h["total"])],

@@ -16,7 +16,8 @@ from reach_collector.cli.client import (
     query_command,
     requested_zone,
 )
-from reach_collector.cli.formats import duration, seconds, usd
+from reach_collector.cli.formats import duration, usd
+from reach_collector.text.durations import format_duration_s
 
 __all__ = ["print_topology", "register", "run_topology"]
 
@@ -31,7 +32,7 @@ def print_topology(body: dict[str, Any], zone: tzinfo) -> None:
     from reach_collector.cli.render import Col, console, fit_table, stacked, zone_heading
 
     out = console()
-    window = seconds(float(body["window_s"]))
+    window = format_duration_s(float(body["window_s"]), exact=False)
     where = f" in {body['service']}" if body.get("service") else ""
     if not body["nodes"]:
         out.print(f"no agents{where} in the last {window}")

@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from reach_collector.cli.client import UsageError, add_query_arguments, call, print_json, query_command
-from reach_collector.cli.formats import duration, seconds, usd
+from reach_collector.cli.formats import duration, usd
+from reach_collector.text.durations import format_duration_s
 from reach_collector.text.printable import error_name
 
 __all__ = ["print_cause", "print_causes", "register", "run_why"]
@@ -64,7 +65,7 @@ def print_causes(body: dict[str, Any]) -> None:
     from reach_collector.cli.render import Col, console, fit_table, stacked
 
     out = console()
-    window = seconds(float(body["window_s"]))
+    window = format_duration_s(float(body["window_s"]), exact=False)
     who = "".join(f" {k}={body[k]}" for k in ("agent", "service") if body.get(k))
     if not body["causes"]:
         out.print(f"no failed traces{who} in the last {window}")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from reach_collector.text.durations import DurationError, parse_duration_s
+from reach_collector.text.durations import WINDOW_UNITS, DurationError, parse_duration_s
 
 __all__ = ["MAX_WINDOW_S", "WindowError", "parse_window"]
 
-_UNITS: Final = ("s", "m", "h", "d")
 MAX_WINDOW_S: Final = 7 * 86400
 ALLOWED: Final = "a whole number followed by s, m, h or d (e.g. 30s, 5m, 1h, 7d)"
 
@@ -21,7 +20,7 @@ def parse_window(text: str, name: str = "window", *, maximum_s: int = MAX_WINDOW
     """``5m`` → 300: the collector's one duration parser, held to whole seconds of at least 1 in
     these units. Raises ``WindowError`` naming the parameter and the allowed form."""
     try:
-        seconds = parse_duration_s(text, name, units=_UNITS)
+        seconds = parse_duration_s(text, name, units=WINDOW_UNITS)
     except DurationError:
         seconds = 0.0
     if seconds == 0.0 and _reads_as_zero(text):
@@ -36,6 +35,6 @@ def parse_window(text: str, name: str = "window", *, maximum_s: int = MAX_WINDOW
 def _reads_as_zero(text: str) -> bool:
     """Whether ``text`` is a well-formed duration of no time at all (``0m``, ``0s``)."""
     try:
-        return parse_duration_s(text, units=_UNITS) == 0.0
+        return parse_duration_s(text, units=WINDOW_UNITS) == 0.0
     except DurationError:
         return False

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from reach_collector.alerting.evaluation.state import AlertState, Transition, iso
 from reach_collector.alerting.notify.delivery import DeliveryAttempt
+from reach_collector.text.durations import format_duration_s
 
 __all__ = ["PAGE_KINDS", "log_ack", "log_attempt", "log_escalation", "log_transition"]
 
@@ -25,21 +26,17 @@ def _who(alertname: str, severity: str, labels: Mapping[str, str], fingerprint: 
     return f"{alertname} {severity}" + (f" agent={agent}" if agent else "") + f" fp={fingerprint}"
 
 
-def _span(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.3g}{unit}"
-    return f"{seconds:.3g}s"
-
-
 def log_transition(log: logging.Logger, t: Transition) -> None:
     who = _who(t.alertname, t.severity, t.labels, t.fingerprint)
     summary = t.annotations.get("summary", "")
     if t.to_state is AlertState.FIRING:
         log.info("alert firing: %s value=%g: %s", who, t.value, summary)
     elif t.to_state is AlertState.RESOLVED:
-        lasted = f" after {_span(t.time - t.fired_at)}" if t.fired_at is not None else ""
+        lasted = (
+            f" after {format_duration_s(max(0.0, t.time - t.fired_at), exact=False)}"
+            if t.fired_at is not None
+            else ""
+        )
         log.info("alert resolved: %s%s", who, lasted)
     else:
         log.debug("alert %s: %s (from %s): %s", t.to_state.value, who, t.from_state.value, summary)

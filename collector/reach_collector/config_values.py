@@ -212,7 +212,9 @@ def url(value: Any) -> str | None:
 def names(value: Any) -> tuple[str, ...]:
     """A non-empty list of names (users, labels)."""
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
-        raise Invalid(f"expected a non-empty list of names, got {value!r}")
+        unquoted = isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value)
+        hint = " (quote yes, no, on, off: unquoted, YAML reads them as true or false)" if unquoted else ""
+        raise Invalid(f"expected a non-empty list of names, got {value!r}{hint}")
     return tuple(value)
 
 
@@ -309,6 +311,8 @@ class Section:
 
     # Keys a subclass takes besides its fields, dropped before its fields are read (``type:``).
     other_keys: ClassVar[frozenset[str]] = frozenset()
+    # Fields given by the key the section is under (its ``name``), not written in it.
+    from_key: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
     @classmethod
@@ -319,7 +323,7 @@ class Section:
         known = section_keys(cls) | cls.other_keys
         for name in doc:
             if name not in known:
-                raise Invalid(unknown_key(name, known), at=name)
+                raise Invalid(unknown_key(name, known - cls.from_key), at=name)
         return {k: v for k, v in doc.items() if k not in cls.other_keys}
 
 

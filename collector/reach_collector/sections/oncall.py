@@ -5,7 +5,7 @@ names exist is checked where the sections meet (``alerting.oncall.config``)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
 from pydantic import Field, WrapValidator, model_validator
 from pydantic.dataclasses import dataclass
@@ -71,6 +71,8 @@ class Targets(Section):
 
 @dataclass(frozen=True, config=SECTION)
 class User(Section):
+    from_key: ClassVar[frozenset[str]] = frozenset({"name"})
+
     name: str
     webhook: Annotated[str | None, read(url)] = None
 
@@ -92,6 +94,8 @@ def _steps(value: Any) -> Any:
 
 @dataclass(frozen=True, config=SECTION)
 class EscalationPolicy(Section):
+    from_key: ClassVar[frozenset[str]] = frozenset({"name"})
+
     name: str
     steps: Annotated[tuple[EscalationStep, ...], read(_steps)]
 
@@ -202,7 +206,7 @@ def named(cls: type[Section]) -> WrapValidator:
     def entry(key: str, value: Any) -> Any:
         spec = as_mapping(value)
         if "name" in spec:
-            raise Invalid(unknown_key("name", section_keys(cls) - {"name"}), at="name")
+            raise Invalid(unknown_key("name", section_keys(cls) - cls.from_key), at="name")
         return validate_here(cls, {**spec, "name": key})
 
     return WrapValidator(lambda value, _: read_each(value, entry))

@@ -135,6 +135,7 @@ class _Typed(Section):
     """A rule with a ``type:``; its name is its key under ``rules`` (``Rules`` hands it on)."""
 
     other_keys = frozenset({"type"})
+    from_key = frozenset({"name"})
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -284,7 +285,7 @@ def _rule(name: str, value: Any) -> Any:
     if kind is None:
         raise invalid_all([*_times(spec), _unknown(spec)], spec)
     if "name" in spec:  # its name is its key
-        raise Invalid(unknown_key("name", (section_keys(kind) | kind.other_keys) - {"name"}), at="name")
+        raise Invalid(unknown_key("name", (section_keys(kind) | kind.other_keys) - kind.from_key), at="name")
     return validate_here(kind, {**spec, "name": name})
 
 

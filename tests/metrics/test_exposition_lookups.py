@@ -36,7 +36,7 @@ from servers import ServerThread
 
 MS = 1_000_000
 S = 1_000_000_000
-SLOW_S = 1.0
+SLOW_S = 2.0
 
 
 class Held:

@@ -5,7 +5,7 @@ names exist is checked where the sections meet (``alerting.oncall.config``)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Final
+from typing import Annotated, Any, Final
 
 from pydantic import Field, WrapValidator, model_validator
 from pydantic.dataclasses import dataclass
@@ -13,6 +13,7 @@ from pydantic.dataclasses import dataclass
 from reach_collector.config_values import (
     SECTION,
     Invalid,
+    Named,
     Section,
     as_mapping,
     flag,
@@ -70,9 +71,7 @@ class Targets(Section):
 
 
 @dataclass(frozen=True, config=SECTION)
-class User(Section):
-    from_key: ClassVar[frozenset[str]] = frozenset({"name"})
-
+class User(Named):
     name: str
     webhook: Annotated[str | None, read(url)] = None
 
@@ -93,9 +92,7 @@ def _steps(value: Any) -> Any:
 
 
 @dataclass(frozen=True, config=SECTION)
-class EscalationPolicy(Section):
-    from_key: ClassVar[frozenset[str]] = frozenset({"name"})
-
+class EscalationPolicy(Named):
     name: str
     steps: Annotated[tuple[EscalationStep, ...], read(_steps)]
 

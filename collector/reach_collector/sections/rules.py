@@ -14,6 +14,7 @@ from pydantic.dataclasses import dataclass
 from reach_collector.config_values import (
     SECTION,
     Invalid,
+    Named,
     Section,
     as_mapping,
     between,
@@ -131,11 +132,10 @@ class HeartbeatRuleConfig(Section):
     enabled: Flag = True
 
 
-class _Typed(Section):
+class _Typed(Named):
     """A rule with a ``type:``; its name is its key under ``rules`` (``Rules`` hands it on)."""
 
     other_keys = frozenset({"type"})
-    from_key = frozenset({"name"})
 
 
 @dataclass(frozen=True, config=SECTION)

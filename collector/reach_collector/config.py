@@ -122,10 +122,6 @@ def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
     return keyed(memory_size, value, key)
 
 
-def parse_zone(value: Any, key: str = "time_zone") -> str:
-    return keyed(zone, value, key)
-
-
 def database(value: Any) -> str:
     """``storage.db``: a DuckDB path, or a ``clickhouse://`` URL that can be used (an error never
     shows the password); null is the default path."""

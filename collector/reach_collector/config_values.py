@@ -37,19 +37,14 @@ __all__ = [
     "count",
     "duration",
     "flag",
-    "integer",
     "invalid_all",
     "keyed",
     "listed",
-    "mapping",
     "name",
     "names",
     "non_negative",
-    "number",
     "one_of",
-    "only",
     "optional",
-    "optional_str",
     "parse_duration",
     "positive_duration",
     "read",
@@ -263,28 +258,6 @@ def unknown_key(name: str, known: Iterable[str]) -> str:
 
 def parse_duration(value: Any, key: str = "duration") -> float:
     return keyed(duration, value, key)
-
-
-def mapping(value: Any, key: str) -> Mapping[str, Any]:
-    return keyed(as_mapping, value, key)
-
-
-def only(section: Mapping[str, Any], key: str, allowed: set[str]) -> None:
-    for name in section:
-        if name not in allowed:
-            raise ConfigError(f"{key}.{name}: {unknown_key(name, allowed)}")
-
-
-def integer(value: Any, key: str, low: int, high: int) -> int:
-    return keyed(whole(low, high), value, key)
-
-
-def number(value: Any, key: str) -> float:
-    return keyed(non_negative, value, key)
-
-
-def optional_str(value: Any, key: str) -> str | None:
-    return keyed(text_or_none, value, key)
 
 
 # --- the tree ------------------------------------------------------------------------------------

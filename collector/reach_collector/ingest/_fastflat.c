@@ -10,13 +10,16 @@
  * the same rows either way (the equivalence tests check this value by value). It reads the wire
  * by protobuf's own rules (see rd_varint), so it never takes a body protobuf rejects.
  *
- * It also folds the rows into the trace lookup parts and the exposition's stats (rows._add_to_part
- * and BatchStats.add, the same rules), so no Python runs per span.
+ * It also folds the rows into the trace lookup parts and the exposition's stats (store.summary's
+ * fold and BatchStats.add, the same rules), so no Python runs per span. The parts are folded by the
+ * summary's declaration, given at configure: a fixed set of primitive folds (min, max, arg_min,
+ * count, set) over span columns, each for the spans a conjunction of tests holds for.
  *
- * configure(keys, ops, kinds, texts, llm_ops, buckets) is called once with the strings it matches
- * against and the duration buckets (from reach_otel.semconv and batch_stats, so they live in one
- * place); flatten(body) then returns None or (rows, columns, folds, rejected, reason codes) — see
- * fast.py for the shapes. cost(body) is the request's cost from a walk of tags and lengths (see
+ * configure(keys, ops, kinds, texts, llm_ops, buckets[, summary]) is called once with the strings
+ * it matches against, the duration buckets and the summary's columns (from reach_otel.semconv,
+ * batch_stats and store.summary, so they live in one place); flatten(body, parts=True) then returns
+ * None or (rows, columns, folds, rejected, reason codes) — see fast.py for the shapes; without
+ * ``parts`` the parts are not folded (a store that computes them itself). cost(body) is the request's cost from a walk of tags and lengths (see
  * tally).
  */
 #define PY_SSIZE_T_CLEAN
@@ -629,6 +632,29 @@ static const int COL_TYPE[N_COLS] = {
 };
 static const int WIDTH[] = {0, 1, 8, 8, 4, 1, 4};
 
+/* The trace summary's columns (store.summary.SUMMARY), set at configure: each a primitive fold of
+ * one span column (SK_*, in summary's kind order) for the spans every test holds for (ST_*, in
+ * summary's test order). An arg_min takes its value from the row its ``by`` column (a min) chose. */
+enum { SK_MIN, SK_MAX, SK_ARG_MIN, SK_COUNT, SK_SET, N_SUM_KINDS };
+enum { ST_NULL, ST_NOT_NULL, ST_EQ, ST_NON_EMPTY, N_SUM_TESTS };
+#define MAX_SUMMARY 32
+#define MAX_TESTS 4
+
+typedef struct {
+    int col, op;
+    Str text;    /* ST_EQ on a string column */
+    int64_t num; /* ST_EQ on an integer column */
+} SumTest;
+
+typedef struct {
+    int kind, value, by, ntests; /* value: a column (-1 for a count); by: a summary column or -1 */
+    SumTest tests[MAX_TESTS];
+} SumCol;
+
+static SumCol g_sum[MAX_SUMMARY];
+static int g_nsum = 0;
+static int g_sum_configured = 0;
+
 typedef struct {
     Buf values;  /* fixed-width values, or string bytes; bools one byte each until packed */
     Buf offsets; /* int32, strings only */
@@ -1126,7 +1152,7 @@ static int promote(Table *t, const Attrs *as, int any_known, int loop_event, Tex
     return OK;
 }
 
-/* ---------------------------------------------------------------- folds (rows._add_to_part, BatchStats.add)
+/* ---------------------------------------------------------------- folds (summary.fold, BatchStats.add)
  *
  * Rows are grouped by the bytes of their key cells; a group keeps one representative row, from
  * which its Python key is built at the end, and its sums. Only groups become Python objects. */
@@ -1242,6 +1268,8 @@ typedef struct {
     Groups calls, tokens, handoffs, traces, parts, members;
     Buf key;
     Buf beats; /* int64 rows of heartbeat spans */
+    Buf slots; /* g_nsum int64 per part: a count, or the row a min/max chose (-1: none yet) */
+    int no_parts; /* the store computes the summary itself: parts are not folded */
 } Folds;
 
 static void folds_free(Folds *f) {
@@ -1253,52 +1281,93 @@ static void folds_free(Folds *f) {
     groups_free(&f->members);
     free(f->key.p);
     free(f->beats.p);
+    free(f->slots.p);
 }
 
-/* The value of column ``col`` (agents or services) at ``row`` joins the set of trace part
- * ``part``: a member group (n[0] the part, n[1] the column) keyed by all three. */
-static int add_member(Folds *f, const Table *t, int64_t part, int64_t col, int64_t row) {
+/* The value at ``row`` of summary column ``slot`` (a set) joins the set of trace part ``part``: a
+ * member group (n[0] the part, n[1] the slot) keyed by all three. */
+static int add_member(Folds *f, const Table *t, int64_t part, int64_t slot, int64_t row) {
     Buf *k = &f->key;
     Group *m;
+    int col = g_sum[slot].value;
     k->len = 0;
     MEM(buf_put(k, &part, 8));
-    MEM(buf_put(k, &col, 8));
-    TRY(key_cell(k, &t->col[col], A_STR, row));
+    MEM(buf_put(k, &slot, 8));
+    TRY(key_cell(k, &t->col[col], COL_TYPE[col], row));
     TRY(groups_get(&f->members, k, row, &m));
-    m->n[0] = part, m->n[1] = col;
+    m->n[0] = part, m->n[1] = slot;
     return OK;
 }
 
-/* Parts: n[0] spans, n[1] errors, n[2] hops, n[3] root row (-1 none), n[4] last end; row = the
- * earliest row (its start and name are the first ones). */
-static int fold_part(Folds *f, const Table *t, int64_t row, int agent_span, int handoff) {
-    const Col *c = t->col;
+/* An integer cell (configure allows min, max and equality tests on integer columns only). */
+static inline int64_t int_at(const Col *c, int type, int64_t row) {
+    switch (type) {
+        case A_U8:
+        case A_BOOL: return ((const uint8_t *)c->values.p)[row];
+        case A_I32: return ((const int32_t *)c->values.p)[row];
+        case A_U32: return ((const uint32_t *)c->values.p)[row];
+        default: return ((const int64_t *)c->values.p)[row];
+    }
+}
+
+/* Whether span ``row`` counts for summary column ``s``: every test holds (a NULL cell fails all
+ * but ST_NULL, as NULL is false in SQL). */
+static int sum_holds(const SumCol *s, const Table *t, int64_t row) {
+    for (int i = 0; i < s->ntests; i++) {
+        const SumTest *x = &s->tests[i];
+        const Col *c = &t->col[x->col];
+        int valid = valid_at(c, row);
+        if (x->op == ST_NULL) {
+            if (valid) return 0;
+        } else if (!valid) {
+            return 0;
+        } else if (x->op == ST_NON_EMPTY) {
+            int32_t n;
+            str_at(c, row, &n);
+            if (n == 0) return 0;
+        } else if (x->op == ST_EQ) {
+            if (COL_TYPE[x->col] == A_STR ? !str_is(c, row, &x->text) : int_at(c, COL_TYPE[x->col], row) != x->num)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Fold span ``row`` into its trace's part, column by column of the summary. */
+static int fold_part(Folds *f, const Table *t, int64_t row) {
     Buf *k = &f->key;
     k->len = 0;
-    TRY(key_cell(k, &c[C_TRACE_ID], A_STR, row));
+    TRY(key_cell(k, &t->col[C_TRACE_ID], A_STR, row));
     Group *p;
     size_t before = f->parts.n;
     TRY(groups_get(&f->parts, k, row, &p));
-    const int64_t *start = (const int64_t *)c[C_START].values.p, *end = (const int64_t *)c[C_END].values.p;
-    if (f->parts.n > before) {
-        p->n[3] = -1;
-        p->n[4] = end[row];
-    } else {
-        if (start[row] < start[p->row]) p->row = row;
-        if (end[row] > p->n[4]) p->n[4] = end[row];
-    }
-    if (!valid_at(&c[C_PARENT], row) && (p->n[3] < 0 || start[row] < start[p->n[3]])) p->n[3] = row;
-    p->n[0]++;
-    if (((const uint8_t *)c[C_STATUS].values.p)[row] == 2) p->n[1]++;
     int64_t part = p - f->parts.g;
-    if (agent_span && valid_at(&c[C_AGENT], row)) {
-        int32_t n;
-        str_at(&c[C_AGENT], row, &n);
-        if (n) TRY(add_member(f, t, part, C_AGENT, row)); /* a truthy agent */
-    } else if (handoff) {
-        f->parts.g[part].n[2]++;
+    if (f->parts.n > before) {
+        for (int s = 0; s < g_nsum; s++) {
+            int64_t none = g_sum[s].kind == SK_COUNT ? 0 : -1;
+            MEM(buf_put(&f->slots, &none, 8));
+        }
     }
-    if (valid_at(&c[C_SERVICE], row)) TRY(add_member(f, t, part, C_SERVICE, row));
+    for (int s = 0; s < g_nsum; s++) {
+        const SumCol *sc = &g_sum[s];
+        if (!sum_holds(sc, t, row)) continue;
+        int64_t *v = (int64_t *)f->slots.p + part * g_nsum + s;
+        if (sc->kind == SK_COUNT) {
+            (*v)++;
+        } else if (sc->kind == SK_SET) {
+            if (valid_at(&t->col[sc->value], row)) TRY(add_member(f, t, part, s, row));
+        } else if (sc->kind == SK_MIN || sc->kind == SK_MAX) {
+            const Col *c = &t->col[sc->value];
+            if (!valid_at(c, row)) continue;
+            if (*v < 0) {
+                *v = row;
+                continue;
+            }
+            int type = COL_TYPE[sc->value];
+            int64_t a = int_at(c, type, row), b = int_at(c, type, *v);
+            if (sc->kind == SK_MIN ? a < b : a > b) *v = row; /* ties: the first row folded */
+        }
+    }
     return OK;
 }
 
@@ -1354,7 +1423,7 @@ static int fold(Folds *f, const Table *t, int64_t row, int heartbeat) {
         if (root) g->n[2] = 1;
     }
     if (heartbeat) MEM(buf_put(&f->beats, &row, 8));
-    return fold_part(f, t, row, agent_span, handoff);
+    return f->no_parts ? OK : fold_part(f, t, row);
 }
 
 /* The value of row ``row`` of a column as a Python object (None when null). */
@@ -1424,29 +1493,34 @@ static PyObject *folds_to_python(const Folds *f, const Table *t) {
         }
         Py_DECREF(beat);
     }
-    /* Parts: [first_start, last_end, root_name, root_start, first_name, spans, errors, agents,
-     * services, hops], as rows._add_to_part builds them (agents and services as lists). */
+    /* Parts: trace id -> [the summary's values in its order], as summary.fold builds them (sets
+     * as lists). */
     lists = PyList_New((Py_ssize_t)f->parts.n);
     if (!lists) goto done;
-    const int64_t *start = (const int64_t *)t->col[C_START].values.p;
     for (size_t i = 0; i < f->parts.n; i++) {
-        const Group *p = &f->parts.g[i];
-        int64_t last = p->n[4], root = p->n[3];
-        PyObject *part = Py_BuildValue(
-            "[LLNNNLL[][]L]", (long long)start[p->row], (long long)last,
-            root < 0 ? (Py_INCREF(Py_None), Py_None) : CELL(C_NAME, root),
-            root < 0 ? (Py_INCREF(Py_None), Py_None) : PyLong_FromLongLong(start[root]), CELL(C_NAME, p->row),
-            (long long)p->n[0], (long long)p->n[1], (long long)p->n[2]);
+        const int64_t *v = (const int64_t *)f->slots.p + i * (size_t)g_nsum;
+        PyObject *part = PyList_New(g_nsum);
         if (!part) goto done;
         PyList_SET_ITEM(lists, (Py_ssize_t)i, part);
+        for (int s = 0; s < g_nsum; s++) {
+            const SumCol *sc = &g_sum[s];
+            int64_t at = sc->kind == SK_ARG_MIN ? v[sc->by] : v[s];
+            PyObject *value;
+            if (sc->kind == SK_COUNT) value = PyLong_FromLongLong(v[s]);
+            else if (sc->kind == SK_SET) value = PyList_New(0);
+            else if (at < 0) value = (Py_INCREF(Py_None), Py_None);
+            else value = CELL(sc->value, at);
+            if (!value) goto done;
+            PyList_SET_ITEM(part, s, value);
+        }
         Py_INCREF(part);
-        if (set_item(parts, CELL(C_TRACE_ID, p->row), part)) goto done;
+        if (set_item(parts, CELL(C_TRACE_ID, f->parts.g[i].row), part)) goto done;
     }
     for (size_t i = 0; i < f->members.n; i++) {
         const Group *m = &f->members.g[i];
         PyObject *part = PyList_GET_ITEM(lists, (Py_ssize_t)m->n[0]);
-        PyObject *value = CELL((int)m->n[1], m->row);
-        int rc = value ? PyList_Append(PyList_GET_ITEM(part, m->n[1] == C_AGENT ? 7 : 8), value) : -1;
+        PyObject *value = CELL(g_sum[m->n[1]].value, m->row);
+        int rc = value ? PyList_Append(PyList_GET_ITEM(part, m->n[1]), value) : -1;
         Py_XDECREF(value);
         if (rc) goto done;
     }
@@ -2058,16 +2132,21 @@ static PyObject *fast_cost(PyObject *self, PyObject *arg) {
     return PyLong_FromUnsignedLongLong((unsigned long long)tl.cost);
 }
 
-static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
+static PyObject *fast_flatten(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
-    if (!g_configured) {
-        PyErr_SetString(PyExc_RuntimeError, "configure() first");
+    static char *names[] = {"body", "parts", NULL};
+    PyObject *arg;
+    int parts = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", names, &arg, &parts)) return NULL;
+    if (!g_configured || (parts && !g_sum_configured)) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() first, with the summary to fold parts");
         return NULL;
     }
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
     Ctx x;
     memset(&x, 0, sizeof x);
+    x.folds.no_parts = !parts;
     PyObject *result = NULL;
     PyObject *folds = NULL;
     int rc = table_init(&x.t);
@@ -2123,8 +2202,9 @@ static PyObject *fast_flatten(PyObject *self, PyObject *arg) {
 
 typedef struct {
     Str keys[N_KEYS], ops[N_OPS], kinds[N_KINDS], texts[N_TEXTS], llm[MAX_LLM_OPS];
-    int nllm, nbuckets;
+    int nllm, nbuckets, nsum;
     double buckets[MAX_BUCKETS];
+    SumCol sum[MAX_SUMMARY];
 } Config;
 
 static void strs_free(Str *s, int n) {
@@ -2137,6 +2217,8 @@ static void config_free(Config *c) {
     strs_free(c->kinds, N_KINDS);
     strs_free(c->texts, N_TEXTS);
     strs_free(c->llm, MAX_LLM_OPS);
+    for (int i = 0; i < MAX_SUMMARY; i++)
+        for (int j = 0; j < MAX_TESTS; j++) free(c->sum[i].tests[j].text.s);
 }
 
 /* Copies of a tuple's strings; ``n`` < 0: any length up to -n, the count in *count. */
@@ -2169,6 +2251,83 @@ static int strs_eq(const Str *a, const Str *b, int n) {
     return 1;
 }
 
+static int sum_eq(const SumCol *a, const SumCol *b) {
+    if (a->kind != b->kind || a->value != b->value || a->by != b->by || a->ntests != b->ntests) return 0;
+    for (int i = 0; i < a->ntests; i++) {
+        const SumTest *x = &a->tests[i], *y = &b->tests[i];
+        if (x->col != y->col || x->op != y->op || x->num != y->num) return 0;
+        if ((x->text.s == NULL) != (y->text.s == NULL) || (x->text.s && !strs_eq(&x->text, &y->text, 1))) return 0;
+    }
+    return 1;
+}
+
+static int is_int_type(int type) { return type != A_STR && type != A_F64; }
+
+/* The summary's columns: a tuple of (kind, value column or -1, by column or -1, ((column, test,
+ * literal or None), ...)), checked so that folds never read past a column or compare a string
+ * as a number. */
+static int read_summary(PyObject *seq, Config *c) {
+    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) > MAX_SUMMARY) {
+        PyErr_Format(PyExc_ValueError, "summary: need a tuple of at most %d columns", MAX_SUMMARY);
+        return -1;
+    }
+    c->nsum = (int)PyTuple_GET_SIZE(seq);
+    for (int i = 0; i < c->nsum; i++) {
+        SumCol *sc = &c->sum[i];
+        PyObject *tests;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "iiiO!", &sc->kind, &sc->value, &sc->by, &PyTuple_Type, &tests))
+            return -1;
+        int counted = sc->kind == SK_COUNT;
+        int bad = sc->kind < 0 || sc->kind >= N_SUM_KINDS || PyTuple_GET_SIZE(tests) > MAX_TESTS ||
+                  (counted ? sc->value != -1 : sc->value < 0 || sc->value >= N_COLS);
+        if (!bad && (sc->kind == SK_MIN || sc->kind == SK_MAX)) bad = !is_int_type(COL_TYPE[sc->value]);
+        if (!bad) bad = sc->kind == SK_ARG_MIN ? sc->by < 0 || sc->by >= c->nsum : sc->by != -1;
+        if (bad) {
+            PyErr_Format(PyExc_ValueError, "summary column %d: not a fold this decoder has", i);
+            return -1;
+        }
+        sc->ntests = (int)PyTuple_GET_SIZE(tests);
+        for (int j = 0; j < sc->ntests; j++) {
+            SumTest *x = &sc->tests[j];
+            PyObject *literal;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(tests, j), "iiO", &x->col, &x->op, &literal)) return -1;
+            if (x->col < 0 || x->col >= N_COLS || x->op < 0 || x->op >= N_SUM_TESTS ||
+                (x->op == ST_NON_EMPTY && COL_TYPE[x->col] != A_STR)) {
+                PyErr_Format(PyExc_ValueError, "summary column %d: test %d is not one this decoder has", i, j);
+                return -1;
+            }
+            if (x->op != ST_EQ) continue;
+            if (COL_TYPE[x->col] == A_STR) {
+                PyObject *one = PyTuple_Pack(1, literal);
+                int rc = one ? read_strings(one, &x->text, 1, NULL, "summary literal") : -1;
+                Py_XDECREF(one);
+                if (rc) return -1;
+            } else if (is_int_type(COL_TYPE[x->col])) {
+                x->num = PyLong_AsLongLong(literal);
+                if (PyErr_Occurred()) return -1;
+            } else {
+                PyErr_Format(PyExc_ValueError, "summary column %d: no equality test on a float", i);
+                return -1;
+            }
+        }
+    }
+    for (int i = 0; i < c->nsum; i++) {
+        const SumCol *sc = &c->sum[i];
+        if (sc->kind == SK_ARG_MIN && c->sum[sc->by].kind != SK_MIN) {
+            PyErr_Format(PyExc_ValueError, "summary column %d: ordered by a column that is not a min", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int summary_is_current(const Config *c) {
+    if (c->nsum != g_nsum) return 0;
+    for (int i = 0; i < c->nsum; i++)
+        if (!sum_eq(&c->sum[i], &g_sum[i])) return 0;
+    return 1;
+}
+
 static int config_is_current(const Config *c) {
     if (c->nllm != g_nllm || c->nbuckets != g_nbuckets) return 0;
     for (int i = 0; i < c->nbuckets; i++)
@@ -2180,8 +2339,8 @@ static int config_is_current(const Config *c) {
 
 static PyObject *fast_configure(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *keys, *ops, *kinds, *texts, *llm, *buckets;
-    if (!PyArg_ParseTuple(args, "OOOOOO", &keys, &ops, &kinds, &texts, &llm, &buckets)) return NULL;
+    PyObject *keys, *ops, *kinds, *texts, *llm, *buckets, *summary = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOO|O", &keys, &ops, &kinds, &texts, &llm, &buckets, &summary)) return NULL;
     Config c;
     memset(&c, 0, sizeof c);
     PyObject *result = NULL;
@@ -2199,13 +2358,14 @@ static PyObject *fast_configure(PyObject *self, PyObject *args) {
         c.buckets[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(buckets, i));
         if (PyErr_Occurred()) goto done;
     }
-    /* From here on no Python code runs: this is atomic for every other thread. */
-    if (g_configured) {
-        if (!config_is_current(&c)) {
-            PyErr_SetString(PyExc_RuntimeError, "_fastflat is already configured with other values");
-            goto done;
-        }
-    } else {
+    if (summary && read_summary(summary, &c)) goto done;
+    /* From here on no Python code runs: this is atomic for every other thread. The summary, once
+     * given, is fixed as the rest is; a call without it leaves it as it is. */
+    if ((g_configured && !config_is_current(&c)) || (summary && g_sum_configured && !summary_is_current(&c))) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastflat is already configured with other values");
+        goto done;
+    }
+    if (!g_configured) {
         memcpy(g_keys, c.keys, sizeof g_keys);
         memcpy(g_ops, c.ops, sizeof g_ops);
         memcpy(g_kinds, c.kinds, sizeof g_kinds);
@@ -2214,7 +2374,12 @@ static PyObject *fast_configure(PyObject *self, PyObject *args) {
         memcpy(g_buckets, c.buckets, sizeof g_buckets);
         g_nllm = c.nllm;
         g_nbuckets = c.nbuckets;
-        memset(&c, 0, sizeof c); /* the strings are the module's now */
+        /* the strings are the module's now */
+        memset(c.keys, 0, sizeof c.keys);
+        memset(c.ops, 0, sizeof c.ops);
+        memset(c.kinds, 0, sizeof c.kinds);
+        memset(c.texts, 0, sizeof c.texts);
+        memset(c.llm, 0, sizeof c.llm);
         memset(g_hash, 0, sizeof g_hash);
         for (int k = 0; k < N_KEYS; k++) {
             uint32_t h = fnv((const uint8_t *)g_keys[k].s, g_keys[k].n) & (HASH_SLOTS - 1);
@@ -2222,6 +2387,12 @@ static PyObject *fast_configure(PyObject *self, PyObject *args) {
             g_hash[h] = k + 1;
         }
         g_configured = 1;
+    }
+    if (summary && !g_sum_configured) {
+        memcpy(g_sum, c.sum, sizeof g_sum);
+        g_nsum = c.nsum;
+        memset(c.sum, 0, sizeof c.sum);
+        g_sum_configured = 1;
     }
     result = Py_None;
     Py_INCREF(result);
@@ -2232,9 +2403,10 @@ done:
 
 static PyMethodDef METHODS[] = {
     {"configure", fast_configure, METH_VARARGS,
-     "Set the keys, operations, kinds and names matched, once (again with the same values: a no-op)."},
-    {"flatten", fast_flatten, METH_O,
-     "OTLP protobuf request bytes -> columns and slim rows, or None."},
+     "Set the keys, operations, kinds and names matched, the buckets and the trace summary, once "
+     "(again with the same values: a no-op)."},
+    {"flatten", (PyCFunction)(void (*)(void))fast_flatten, METH_VARARGS | METH_KEYWORDS,
+     "OTLP protobuf request bytes -> columns and folds, or None; parts=False folds no trace parts."},
     {"cost", fast_cost, METH_O, "OTLP protobuf request bytes -> its cost (see fast.request_cost), or None."},
     {NULL, NULL, 0, NULL},
 };

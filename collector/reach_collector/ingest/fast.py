@@ -4,7 +4,7 @@ request, else through the pure-Python reference (``wire`` + ``rows.flatten``).
 ``_fastflat`` (a C extension, built at install when a compiler is there; optional) walks an OTLP
 protobuf request once, without the GIL, and writes the span table's Arrow buffers directly, with
 the same promotion rules as ``normalize.promote``; it folds the lookup parts and the exposition
-stats as it goes (the rules of ``rows._add_to_part`` and ``BatchStats.add``). For any shape it does
+stats as it goes (the rules of ``store.summary.fold`` and ``BatchStats.add``). For any shape it does
 not handle it answers None and the reference decodes the request, so the rows are the same either
 way; the tests check that value by value. It reads the wire as strictly as protobuf's own parser:
 a body that parser rejects is never taken.
@@ -29,8 +29,10 @@ from reach_collector.ingest.normalize import (
     INVOCATION_MODEL_KEYS,
     PROMOTED_KEYS,
 )
-from reach_collector.ingest.rows import PROBLEMS, SpanBatch, flatten, parts_table
+from reach_collector.ingest.rows import PROBLEMS, SpanBatch, flatten
+from reach_collector.store import summary
 from reach_collector.store.schema import ARROW_SCHEMA
+from reach_collector.store.summary import parts_table
 from reach_otel import semconv as sc
 
 log = logging.getLogger(__name__)
@@ -112,9 +114,11 @@ if set(KEYS[:-2]) != PROMOTED_KEYS:  # pragma: no cover - a new promoted key nee
 # What the compiled decoder matches against, set once per process (a second call with the same
 # values is a no-op: decodes read them without the GIL, so they never change once set).
 CONFIGURATION: Final = (KEYS, OPS, KINDS, TEXTS, tuple(sc.LLM_OPERATIONS), DURATION_BUCKETS)
+# The trace summary it folds parts by (store.summary), given with the rest, fixed the same way.
+SUMMARY: Final = summary.compiled()
 if _fastflat is not None:
     try:
-        _fastflat.configure(*CONFIGURATION)
+        _fastflat.configure(*CONFIGURATION, SUMMARY)
         if not hasattr(_fastflat, "cost"):
             raise TypeError("no cost()")
     except (TypeError, ValueError):  # built from an older source: decode in Python until rebuilt
@@ -147,12 +151,13 @@ def _array(field: pa.Field, rows: int, buffers: tuple[bytes | None, bytes | None
     return pa.Array.from_buffers(field.type, rows, bufs)
 
 
-def flatten_protobuf(body: bytes) -> SpanBatch | None:
-    """The compiled path: None when it is off, not built, or the request is not a shape it takes."""
+def flatten_protobuf(body: bytes, parts: bool = True) -> SpanBatch | None:
+    """The compiled path: None when it is off, not built, or the request is not a shape it takes.
+    Without ``parts`` the batch's parts are empty (for a store that computes them itself)."""
     if not enabled():
         return None
     try:
-        out: Any = _fastflat.flatten(body)
+        out: Any = _fastflat.flatten(body, parts)
         return None if out is None else _batch(*out)
     except Exception:  # a bug here must not cost the request: the reference decodes it
         log.warning("the compiled decoder failed; decoding this request in Python", exc_info=True)
@@ -187,10 +192,10 @@ def _batch(rows: int, columns: list[Any], folds: tuple[Any, ...], rejected: int,
     )
 
 
-def flatten_body(raw: bytes, media: str) -> SpanBatch:
+def flatten_body(raw: bytes, media: str, parts: bool = True) -> SpanBatch:
     """A decompressed request body → its batch; raises ``UndecodableBody`` like ``parse_for_rows``."""
     if media == PROTOBUF:
-        batch = flatten_protobuf(raw)
+        batch = flatten_protobuf(raw, parts)
         if batch is not None:
             return batch
-    return flatten(parse_for_rows(raw, media))
+    return flatten(parse_for_rows(raw, media), parts)

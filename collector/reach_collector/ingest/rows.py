@@ -16,7 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from reach_collector.exposition.batch_stats import BatchStats
 from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
 from reach_collector.ingest.wire import attributes, from_message
-from reach_collector.store.schema import ARROW_SCHEMA, PARTS_ARROW_SCHEMA, SPAN_NAMES
+from reach_collector.store.schema import ARROW_SCHEMA, SPAN_NAMES
+from reach_collector.store.summary import fold, parts_table
 from reach_otel import semconv as sc
 
 _MAX_NS: Final = 2**63 - 1
@@ -98,11 +99,13 @@ def _problem(tid: bytes, sid: bytes, pid: bytes, start: int, end: int) -> str | 
     return None
 
 
-def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
-    """Rows of an official request or a ``wire.WireRequest`` (the faster read of the same bytes)."""
+def flatten(request: ExportTraceServiceRequest | Any, parts: bool = True) -> SpanBatch:
+    """Rows of an official request or a ``wire.WireRequest`` (the faster read of the same bytes).
+    Without ``parts`` the batch's trace parts are empty: for a store that computes the summary
+    itself (``WriteProfile.computes_summary``)."""
     request = from_message(request)
     rows: list[tuple[Any, ...]] = []
-    parts: dict[str, list[Any]] = {}
+    summaries: dict[str, list[Any]] = {}
     rejected = 0
     reasons: list[str] = []
     stats = BatchStats()
@@ -132,9 +135,10 @@ def flatten(request: ExportTraceServiceRequest | Any) -> SpanBatch:
                     continue
                 row = _row(span, ids, times, service, resource_json, scope_json)
                 rows.append(row)
-                _add_to_part(parts, row)
+                if parts:  # in the decoding worker: the writer only appends
+                    fold(summaries, row)
                 stats.add(row)
-    return SpanBatch(_table(rows), parts_table(parts), rejected, tuple(reasons), stats)
+    return SpanBatch(_table(rows), parts_table(summaries), rejected, tuple(reasons), stats)
 
 
 def _parse_unused(span: Any) -> None:
@@ -147,43 +151,6 @@ def _parse_unused(span: Any) -> None:
         attributes(event.attributes)
     for link in span.links:
         attributes(link.attributes)
-
-
-# Row positions used by the per-trace aggregation (must follow store.schema.SPAN_COLUMNS).
-_TID, _PARENT, _NAME, _START, _END, _STATUS, _SERVICE, _OP, _AGENT = 0, 2, 3, 5, 6, 8, 10, 11, 12
-
-
-def _add_to_part(parts: dict[str, list[Any]], row: tuple[Any, ...]) -> None:
-    """Fold one span into its trace's lookup row; computed here, in the decoding worker, so the
-    writer only appends (no aggregate query on the commit path)."""
-    start, end, name = row[_START], row[_END], row[_NAME]
-    part = parts.get(row[_TID])
-    if part is None:
-        # first_start, last_end, root_name, root_start, first_name, spans, errors, agents, services, hops
-        part = parts[row[_TID]] = [start, end, None, None, name, 0, 0, set(), set(), 0]
-    elif start < part[0]:
-        part[0], part[4] = start, name
-    if end > part[1]:
-        part[1] = end
-    if row[_PARENT] is None and (part[3] is None or start < part[3]):
-        part[2], part[3] = name, start
-    part[5] += 1
-    if row[_STATUS] == 2:
-        part[6] += 1
-    op = row[_OP]
-    if op == sc.OP_AGENT and row[_AGENT]:
-        part[7].add(row[_AGENT])
-    elif op == sc.OP_HANDOFF:
-        part[9] += 1
-    if row[_SERVICE] is not None:
-        part[8].add(row[_SERVICE])
-
-
-def parts_table(parts: dict[str, list[Any]]) -> pa.Table:
-    rows = [(tid, *p[:7], sorted(p[7]), sorted(p[8]), p[9]) for tid, p in parts.items()]
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(PARTS_ARROW_SCHEMA)
-    arrays = [pa.array(col, type=field.type) for col, field in zip(columns, PARTS_ARROW_SCHEMA, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=PARTS_ARROW_SCHEMA)
 
 
 def _table(rows: list[tuple[Any, ...]]) -> pa.Table:

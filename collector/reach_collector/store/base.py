@@ -44,11 +44,14 @@ class WriteProfile:
     thread). ``commit_spans``: a commit's worth of rows; while one commit runs, another starts only
     once that many wait. ``group_commit_s``: a commit of less than a commit's worth waits up to this
     long for the requests of exporters just acknowledged (a store whose every commit has a fixed
-    cost); 0 never waits."""
+    cost); 0 never waits. ``computes_summary``: the store computes each trace's summary
+    (store.summary) from the span rows itself, so the decoder builds no parts for it (``write``
+    gets an empty parts table)."""
 
     concurrent_writes: int = 1
     commit_spans: int = 4096
     group_commit_s: float = 0.0
+    computes_summary: bool = False
 
 
 class TraceStore(Protocol):

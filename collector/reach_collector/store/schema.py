@@ -9,92 +9,61 @@ from __future__ import annotations
 
 from typing import Final
 
-import pyarrow as pa
+from reach_collector.store import summary
+from reach_collector.store.span_columns import ARROW_SCHEMA, SPAN_COLUMNS, SPAN_NAMES
+from reach_collector.store.summary import SUMMARY, Column
 
-# (name, DuckDB type, Arrow type) in table order; the decoder builds Arrow columns in this order.
-SPAN_COLUMNS: Final[tuple[tuple[str, str, pa.DataType], ...]] = (
-    ("trace_id", "VARCHAR", pa.string()),
-    ("span_id", "VARCHAR", pa.string()),
-    ("parent_span_id", "VARCHAR", pa.string()),
-    ("name", "VARCHAR", pa.string()),
-    ("kind", "UTINYINT", pa.uint8()),
-    ("start_ns", "BIGINT", pa.int64()),
-    ("end_ns", "BIGINT", pa.int64()),
-    ("duration_ms", "DOUBLE", pa.float64()),
-    ("status_code", "UTINYINT", pa.uint8()),
-    ("status_message", "VARCHAR", pa.string()),
-    ("service", "VARCHAR", pa.string()),
-    ("operation", "VARCHAR", pa.string()),
-    ("agent", "VARCHAR", pa.string()),
-    ("tool", "VARCHAR", pa.string()),
-    ("model", "VARCHAR", pa.string()),
-    ("provider", "VARCHAR", pa.string()),
-    ("input_tokens", "BIGINT", pa.int64()),
-    ("output_tokens", "BIGINT", pa.int64()),
-    ("handoff_source", "VARCHAR", pa.string()),
-    ("handoff_target", "VARCHAR", pa.string()),
-    ("handoff_status", "VARCHAR", pa.string()),
-    ("handoff_mode", "VARCHAR", pa.string()),
-    ("hop_count", "INTEGER", pa.int32()),
-    ("loop_detected", "BOOLEAN", pa.bool_()),
-    ("error_type", "VARCHAR", pa.string()),
-    ("conversation_id", "VARCHAR", pa.string()),
-    ("trace_state", "VARCHAR", pa.string()),
-    ("flags", "UINTEGER", pa.uint32()),
-    ("attributes", "VARCHAR", pa.string()),  # JSON object
-    ("events", "VARCHAR", pa.string()),  # JSON array or NULL when there are none
-    ("links", "VARCHAR", pa.string()),  # JSON array or NULL
-    ("resource", "VARCHAR", pa.string()),  # JSON object (flat resource attributes)
-    ("scope", "VARCHAR", pa.string()),  # JSON {"name", "version"} or NULL
-)
-
-SPAN_NAMES: Final = tuple(name for name, _, _ in SPAN_COLUMNS)
-ARROW_SCHEMA: Final = pa.schema([(name, arrow) for name, _, arrow in SPAN_COLUMNS])
+__all__ = ["ARROW_SCHEMA", "PARTS_ARROW_SCHEMA", "SPAN_COLUMNS", "SPAN_NAMES", "TRACE_COLUMNS"]
 
 _span_cols = ",\n    ".join(f"{name} {sql}" for name, sql, _ in SPAN_COLUMNS)
 
-# The lookup row of a trace. Ingest appends one *part* per (batch, trace) to trace_parts — a plain
-# insert, cheap enough for every commit; the writer folds parts into `traces` (an upsert on the
-# primary key) in large batches between commits. Queries merge the two, so both are always right.
-_TRACE_COLS = """first_start_ns BIGINT,
-    last_end_ns BIGINT,
-    root_name VARCHAR,
-    root_start_ns BIGINT,
-    first_name VARCHAR,
-    span_count BIGINT,
-    error_count BIGINT,
-    agents VARCHAR[],
-    services VARCHAR[],
-    hops BIGINT"""
-TRACE_COLUMNS: Final = (
-    "trace_id",
-    "first_start_ns",
-    "last_end_ns",
-    "root_name",
-    "root_start_ns",
-    "first_name",
-    "span_count",
-    "error_count",
-    "agents",
-    "services",
-    "hops",
-)
+# The lookup row of a trace: its summary (store.summary). Ingest appends one *part* per (batch,
+# trace) to trace_parts — a plain insert, cheap enough for every commit; the writer folds parts into
+# `traces` (an upsert on the primary key) in large batches between commits. Queries merge the two,
+# so both are always right.
+_TRACE_COLS = ",\n    ".join(f"{c.name} {summary.duckdb_type(c)}" for c in SUMMARY)
+TRACE_COLUMNS: Final = ("trace_id", *summary.SUMMARY_NAMES)
+PARTS_ARROW_SCHEMA: Final = summary.PARTS_ARROW_SCHEMA
 
-PARTS_ARROW_SCHEMA: Final = pa.schema(
-    [
-        ("trace_id", pa.string()),
-        ("first_start_ns", pa.int64()),
-        ("last_end_ns", pa.int64()),
-        ("root_name", pa.string()),
-        ("root_start_ns", pa.int64()),
-        ("first_name", pa.string()),
-        ("span_count", pa.int64()),
-        ("error_count", pa.int64()),
-        ("agents", pa.list_(pa.string())),
-        ("services", pa.list_(pa.string())),
-        ("hops", pa.int64()),
-    ]
-)
+
+def _cond(c: Column) -> str:
+    return "" if c.when is None else f" FILTER (WHERE {c.when.sql()})"
+
+
+def _from_spans(c: Column) -> str:
+    """A summary column computed from span rows."""
+    if c.kind == "count":
+        return f"count(*){_cond(c)}"
+    if c.kind == "arg_min":
+        return f"arg_min({c.value}, {summary.by_value(c)}){_cond(c)}"
+    if c.kind == "set":
+        return f"coalesce(list_distinct(list({c.value}){_cond(c)}), []::{summary.duckdb_type(c)})"
+    return f"{c.kind}({c.value}){_cond(c)}"
+
+
+def _merged(c: Column) -> str:
+    """A summary column merged over lookup rows of one trace."""
+    if c.kind == "count":
+        return f"sum({c.name})::BIGINT AS {c.name}"
+    if c.kind == "arg_min":
+        return f"arg_min({c.name}, {c.by}) AS {c.name}"
+    if c.kind == "set":
+        return f"list_distinct(flatten(list({c.name}))) AS {c.name}"
+    return f"{c.kind}({c.name}) AS {c.name}"
+
+
+def _upserted(c: Column) -> str:
+    """A `traces` column merged with a row for the same trace (EXCLUDED) in an upsert."""
+    old, new = f"traces.{c.name}", f"EXCLUDED.{c.name}"
+    if c.kind == "count":
+        return f"{c.name} = {old} + {new}"
+    if c.kind == "arg_min":
+        earlier = f"{new} IS NOT NULL AND (traces.{c.by} IS NULL OR EXCLUDED.{c.by} < traces.{c.by})"
+        return f"{c.name} = CASE WHEN {earlier} THEN {new} ELSE {old} END"
+    if c.kind == "set":
+        return f"{c.name} = list_distinct(list_concat({old}, {new}))"
+    return f"{c.name} = {'least' if c.kind == 'min' else 'greatest'}({old}, {new})"  # NULLs ignored
+
 
 # Small append-only tables beside the spans: POST /api/heartbeats, the alert history (one row per
 # transition, delivery attempt and acknowledgement) and evaluations. Times are unix nanoseconds.
@@ -138,38 +107,16 @@ DDL: Final = (
     "ALTER TABLE heartbeats ADD COLUMN IF NOT EXISTS status VARCHAR",
 )
 
-# Per-trace aggregates of a span table, in SQL (the decoder computes the same rows while it
+# Per-trace summaries of a span table, in SQL (the decoder computes the same rows while it
 # flattens; this form rebuilds parts from stored spans, e.g. for benchmarks and repairs).
-PART_INSERT: Final = """
-INSERT INTO trace_parts
-SELECT trace_id,
-       min(start_ns),
-       max(end_ns),
-       arg_min(name, start_ns) FILTER (WHERE parent_span_id IS NULL),
-       min(start_ns) FILTER (WHERE parent_span_id IS NULL),
-       arg_min(name, start_ns),
-       count(*),
-       count(*) FILTER (WHERE status_code = 2),
-       coalesce(list_distinct(list(agent) FILTER (WHERE operation = 'invoke_agent' AND agent IS NOT NULL)),
-                []::VARCHAR[]),
-       coalesce(list_distinct(list(service) FILTER (WHERE service IS NOT NULL)), []::VARCHAR[]),
-       count(*) FILTER (WHERE operation = 'handoff')
-FROM {batch}
-GROUP BY trace_id
-"""
+PART_INSERT: Final = (
+    "\nINSERT INTO trace_parts\nSELECT trace_id,\n       "
+    + ",\n       ".join(_from_spans(c) for c in SUMMARY)
+    + "\nFROM {batch}\nGROUP BY trace_id\n"
+)
 
 # Merging lookup rows (parts, or a traces row with parts) of the same trace.
-MERGED: Final = """trace_id,
-       min(first_start_ns) AS first_start_ns,
-       max(last_end_ns) AS last_end_ns,
-       arg_min(root_name, root_start_ns) AS root_name,
-       min(root_start_ns) AS root_start_ns,
-       arg_min(first_name, first_start_ns) AS first_name,
-       sum(span_count)::BIGINT AS span_count,
-       sum(error_count)::BIGINT AS error_count,
-       list_distinct(flatten(list(agents))) AS agents,
-       list_distinct(flatten(list(services))) AS services,
-       sum(hops)::BIGINT AS hops"""
+MERGED: Final = "trace_id,\n       " + ",\n       ".join(_merged(c) for c in SUMMARY)
 
 # `traces.trace_key`: the trace id's first 16 hex digits as a number (NULL for an id that is not
 # hex), not indexed. While a checkpoint runs, DuckDB holds back every query that filters `traces`
@@ -184,25 +131,12 @@ ADD_TRACE_KEY: Final = (
 )
 
 # Fold every part into `traces` (run by the writer between commits, inside one transaction).
+_UPSERT: Final = ",\n    ".join(_upserted(c) for c in SUMMARY)
 COMPACT: Final = f"""
 INSERT INTO traces ({", ".join(TRACE_COLUMNS)}, trace_key)
 SELECT {MERGED}, {TRACE_KEY} FROM trace_parts GROUP BY trace_id
 ON CONFLICT (trace_id) DO UPDATE SET
-    first_name = CASE WHEN EXCLUDED.first_start_ns < traces.first_start_ns
-                      THEN EXCLUDED.first_name ELSE traces.first_name END,
-    root_name = CASE WHEN EXCLUDED.root_name IS NOT NULL
-                      AND (traces.root_start_ns IS NULL OR EXCLUDED.root_start_ns < traces.root_start_ns)
-                     THEN EXCLUDED.root_name ELSE traces.root_name END,
-    root_start_ns = CASE WHEN EXCLUDED.root_name IS NOT NULL
-                      AND (traces.root_start_ns IS NULL OR EXCLUDED.root_start_ns < traces.root_start_ns)
-                     THEN EXCLUDED.root_start_ns ELSE traces.root_start_ns END,
-    first_start_ns = least(traces.first_start_ns, EXCLUDED.first_start_ns),
-    last_end_ns = greatest(traces.last_end_ns, EXCLUDED.last_end_ns),
-    span_count = traces.span_count + EXCLUDED.span_count,
-    error_count = traces.error_count + EXCLUDED.error_count,
-    agents = list_distinct(list_concat(traces.agents, EXCLUDED.agents)),
-    services = list_distinct(list_concat(traces.services, EXCLUDED.services)),
-    hops = traces.hops + EXCLUDED.hops
+    {_UPSERT}
 """
 
 # --- alert history SQL -----------------------------------------------------------------------

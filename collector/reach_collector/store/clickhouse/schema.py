@@ -26,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from reach_collector.store import summary
 from reach_collector.store.schema import AUX_TABLES, SPAN_NAMES
-from reach_otel import semconv as sc
+from reach_collector.store.summary import SUMMARY, Column, Condition
 
 __all__ = [
     "BUCKET_NS",
@@ -109,43 +110,54 @@ AUX_TYPES: Final[dict[str, list[tuple[str, str]]]] = {
 }
 TABLES: Final = ("spans", "traces", *AUX_TABLES)
 
-_ROOT: Final = "isNull(parent_span_id)"
-_AGENT_RUN: Final = f"ifNull(operation = '{sc.OP_AGENT}' AND agent != '', 0)"
-_HANDOFF: Final = f"ifNull(operation = '{sc.OP_HANDOFF}', 0)"
+
+def _plain(span_column: str) -> str:
+    kind = SPAN_TYPES[span_column]
+    return kind[len("Nullable(") : -1] if kind.startswith("Nullable(") else kind
+
+
+def _aggregate(c: Column) -> tuple[str, str, str, str]:
+    """(column, aggregate state type, the state the view computes from span rows, its merge) of
+    one summary column (store.summary): ``<f>``, or ``<f>If`` with its condition as a flag."""
+    args: list[tuple[str, str]] = []  # (expression, type) of the aggregate's arguments
+    if c.kind == "set":
+        assert c.value is not None
+        fn, args = "groupUniqArray", [(f"assumeNotNull({c.value})", _plain(c.value))]
+    elif c.kind == "count":
+        fn = "count"
+    elif c.kind == "arg_min":
+        assert c.value is not None
+        by = summary.by_value(c)
+        fn, args = "argMin", [(c.value, _plain(c.value)), (by, _plain(by))]
+    else:
+        assert c.value is not None
+        fn, args = c.kind, [(c.value, _plain(c.value))]
+    if c.when is not None:
+        fn += "If"
+        args.append((_flag(c.when), "UInt8"))
+    state_type = ", ".join([fn, *(kind for _, kind in args)])
+    state = f"{fn}State({', '.join(expr for expr, _ in args)})"
+    return c.name, f"AggregateFunction({state_type})", state, f"{fn}Merge"
+
+
+def _flag(when: Condition) -> str:
+    return f"ifNull({when.sql()}, 0)"  # a NULL comparison counts as false, as on DuckDB
+
+
+def _aggregates() -> tuple[tuple[str, str, str, str], ...]:
+    """The summary's states in declaration order; a condition's ``presence`` count follows the
+    last column it conditions (a ``minIf`` of no span is 0, not NULL: reads check the count)."""
+    out = [_aggregate(c) for c in SUMMARY]
+    for when in dict.fromkeys(c.when for c in SUMMARY if c.when is not None and c.when.presence):
+        assert when.presence is not None
+        last = max(i for i, c in enumerate(SUMMARY) if c.when == when)
+        count = f"countIfState({_flag(when)})"
+        out.insert(last + 1, (when.presence, "AggregateFunction(countIf, UInt8)", count, "countIfMerge"))
+    return tuple(out)
+
+
 # (column, aggregate state type, the state the view computes from span rows, its merge)
-TRACE_AGGREGATES: Final = (
-    ("first_start_ns", "AggregateFunction(min, Int64)", "minState(start_ns)", "minMerge"),
-    ("last_end_ns", "AggregateFunction(max, Int64)", "maxState(end_ns)", "maxMerge"),
-    (
-        "root_name",
-        "AggregateFunction(argMinIf, String, Int64, UInt8)",
-        f"argMinIfState(name, start_ns, {_ROOT})",
-        "argMinIfMerge",
-    ),
-    (
-        "root_start_ns",
-        "AggregateFunction(minIf, Int64, UInt8)",
-        f"minIfState(start_ns, {_ROOT})",
-        "minIfMerge",
-    ),
-    ("roots", "AggregateFunction(countIf, UInt8)", f"countIfState({_ROOT})", "countIfMerge"),
-    ("first_name", "AggregateFunction(argMin, String, Int64)", "argMinState(name, start_ns)", "argMinMerge"),
-    ("span_count", "AggregateFunction(count)", "countState()", "countMerge"),
-    ("error_count", "AggregateFunction(countIf, UInt8)", "countIfState(status_code = 2)", "countIfMerge"),
-    (
-        "agents",
-        "AggregateFunction(groupUniqArrayIf, String, UInt8)",
-        f"groupUniqArrayIfState(assumeNotNull(agent), {_AGENT_RUN})",
-        "groupUniqArrayIfMerge",
-    ),
-    (
-        "services",
-        "AggregateFunction(groupUniqArrayIf, String, UInt8)",
-        "groupUniqArrayIfState(assumeNotNull(service), isNotNull(service))",
-        "groupUniqArrayIfMerge",
-    ),
-    ("hops", "AggregateFunction(countIf, UInt8)", f"countIfState({_HANDOFF})", "countIfMerge"),
-)
+TRACE_AGGREGATES: Final = _aggregates()
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,11 @@ class ClickHouseStore:
     # files, then merges) whatever its size — ≈ 20 ms of its CPU, as much as ≈ 5 000 rows' own
     # (measured) — so a commit is worth it from 8192 spans, and smaller ones wait up to 30 ms for
     # the requests of exporters just acknowledged.
-    write_profile = WriteProfile(concurrent_writes=2, commit_spans=8192, group_commit_s=0.030)
+    # The trace summaries come from the materialized view over the span rows (schema.TRACE_AGGREGATES):
+    # the decoder's parts are not built for it.
+    write_profile = WriteProfile(
+        concurrent_writes=2, commit_spans=8192, group_commit_s=0.030, computes_summary=True
+    )
     # the lookup's states merged per trace (store.base.TraceStore.trace_bounds)
     trace_bounds = (
         "(SELECT trace_id, minMerge(first_start_ns) AS first_start_ns,"
@@ -127,7 +131,8 @@ class ClickHouseStore:
     # --- writing (the writer thread) -------------------------------------------------------------
     def write(self, table: pa.Table, parts: pa.Table) -> None:
         """Insert the span rows; the lookup rows come from the materialized view in the same
-        insert, so the decoder's ``parts`` are not needed here."""
+        insert, so ``parts`` are not read (the decoder builds none for this store:
+        ``write_profile.computes_summary``)."""
         if table.num_rows == 0:
             return
         insert_block = getattr(self._backend, "insert_block", None)

@@ -1,0 +1,258 @@
+"""The per-trace summary (the trace lookup row), declared once.
+
+Each column of ``SUMMARY`` says how one span contributes to it (``kind`` over span column
+``value``, for the spans ``when`` holds) and so how two summaries of the same trace merge:
+
+- ``min`` / ``max``: the least / greatest value (NULL when no span counts);
+- ``arg_min``: ``value`` of the span with the least ``by`` — the summary column (a ``min`` of the
+  same condition) whose span value orders them, so two summaries merge by comparing it;
+- ``count``: how many spans count (summaries add up);
+- ``set``: the distinct values (summaries unite; sorted in a part).
+
+From it come the DuckDB lookup tables and their fold and merge SQL (``store.schema``), the
+ClickHouse aggregate states (``store.clickhouse.schema.TRACE_AGGREGATES``), the decoder's Python
+fold (``fold``, here) and the order of the compiled decoder's parts (``ingest/_fastflat.c``, whose
+``_summary.h`` is generated from this by ``c_header``; a test checks it is current).
+
+Conditions are conjunctions of ``Test`` atoms, read the same in SQL (NULL counts as false) and in
+Python over a span row (``store.schema.SPAN_COLUMNS`` order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import pyarrow as pa
+
+from reach_collector.store.span_columns import SPAN_COLUMNS, SPAN_NAMES
+from reach_otel import semconv as sc
+
+__all__ = ["SUMMARY", "SUMMARY_NAMES", "Column", "Condition", "Test", "fold", "new_part"]
+
+Kind = Literal["min", "max", "arg_min", "count", "set"]
+Op = Literal["null", "not_null", "eq", "non_empty"]
+# In the order of the compiled decoder's SK_* and ST_* enums (see ``compiled``).
+KINDS: Final[tuple[Kind, ...]] = ("min", "max", "arg_min", "count", "set")
+OPS: Final[tuple[Op, ...]] = ("null", "not_null", "eq", "non_empty")
+
+
+@dataclass(frozen=True)
+class Test:
+    """One test of a span column: NULL (``null``), not NULL, equal to ``literal``, or a non-empty
+    string (``non_empty``: neither NULL nor ``''``)."""
+
+    column: str
+    op: Op
+    literal: str | int | None = None
+
+    def sql(self) -> str:
+        if self.op == "null":
+            return f"{self.column} IS NULL"
+        if self.op == "not_null":
+            return f"{self.column} IS NOT NULL"
+        if self.op == "non_empty":
+            return f"{self.column} != ''"
+        lit = self.literal
+        text = str(int(lit)) if isinstance(lit, int) else "'" + str(lit).replace("'", "''") + "'"
+        return f"{self.column} = {text}"
+
+    def predicate(self) -> Callable[[Sequence[Any]], bool]:
+        i = SPAN_NAMES.index(self.column)
+        lit = self.literal
+        if self.op == "null":
+            return lambda row: row[i] is None
+        if self.op == "not_null":
+            return lambda row: row[i] is not None
+        if self.op == "non_empty":
+            return lambda row: bool(row[i])
+        return lambda row: row[i] == lit
+
+
+@dataclass(frozen=True)
+class Condition:
+    """The spans a column counts: every test holds. ``presence``: where a store cannot tell "no
+    span" from a value (ClickHouse's ``minIf`` of none is 0), the name of the count of such spans
+    it keeps beside them."""
+
+    name: str
+    tests: tuple[Test, ...]
+    presence: str | None = None
+
+    def sql(self) -> str:
+        return " AND ".join(f"({t.sql()})" if len(self.tests) > 1 else t.sql() for t in self.tests)
+
+    def predicate(self) -> Callable[[Sequence[Any]], bool]:
+        preds = [t.predicate() for t in self.tests]
+        if len(preds) == 1:
+            return preds[0]
+        return lambda row: all(p(row) for p in preds)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: Kind
+    value: str | None = None  # the span column (None for a count)
+    when: Condition | None = None
+    by: str | None = None  # arg_min: the summary column that orders it
+
+
+ROOT: Final = Condition("root", (Test("parent_span_id", "null"),), presence="roots")
+ERROR: Final = Condition("error", (Test("status_code", "eq", 2),))
+AGENT_RUN: Final = Condition("agent_run", (Test("operation", "eq", sc.OP_AGENT), Test("agent", "non_empty")))
+HAS_SERVICE: Final = Condition("has_service", (Test("service", "not_null"),))
+HANDOFF: Final = Condition("handoff", (Test("operation", "eq", sc.OP_HANDOFF),))
+
+# In the order of the lookup tables' columns (after trace_id).
+SUMMARY: Final[tuple[Column, ...]] = (
+    Column("first_start_ns", "min", "start_ns"),
+    Column("last_end_ns", "max", "end_ns"),
+    Column("root_name", "arg_min", "name", ROOT, by="root_start_ns"),
+    Column("root_start_ns", "min", "start_ns", ROOT),
+    Column("first_name", "arg_min", "name", by="first_start_ns"),
+    Column("span_count", "count"),
+    Column("error_count", "count", when=ERROR),
+    Column("agents", "set", "agent", AGENT_RUN),
+    Column("services", "set", "service", HAS_SERVICE),
+    Column("hops", "count", when=HANDOFF),
+)
+SUMMARY_NAMES: Final = tuple(c.name for c in SUMMARY)
+BY_NAME: Final = {c.name: c for c in SUMMARY}
+
+
+def _check(columns: Iterable[Column]) -> None:
+    for c in columns:
+        if (c.value is None) != (c.kind == "count") or (c.value is not None and c.value not in SPAN_NAMES):
+            raise ValueError(f"summary column {c.name}: a count takes no span value, the others one")
+        if c.kind == "set" and c.when is None:
+            raise ValueError(f"summary column {c.name}: a set needs a condition that leaves NULL out")
+        if (c.by is not None) != (c.kind == "arg_min"):
+            raise ValueError(f"summary column {c.name}: arg_min, and only it, is ordered by a column")
+        if c.by is not None:
+            by = BY_NAME.get(c.by)
+            if by is None or by.kind != "min" or by.when != c.when:
+                raise ValueError(f"summary column {c.name}: {c.by} must be a min of the same spans")
+
+
+_check(SUMMARY)
+
+
+def by_value(column: Column) -> str:
+    """The span column that orders an ``arg_min`` (its ``by`` column's value)."""
+    assert column.by is not None
+    value = BY_NAME[column.by].value
+    assert value is not None
+    return value
+
+
+def compiled() -> tuple[tuple[int, int, int, tuple[tuple[int, int, str | int | None], ...]], ...]:
+    """The declaration as the compiled decoder's configure takes it: per column (kind, span column
+    position or -1, position of its ``by`` column or -1, ((span column position, test, literal),
+    ...)). The decoder folds by this, so a column declared here needs nothing there."""
+    return tuple(
+        (
+            KINDS.index(c.kind),
+            -1 if c.value is None else SPAN_NAMES.index(c.value),
+            -1 if c.by is None else SUMMARY_NAMES.index(c.by),
+            tuple(
+                (SPAN_NAMES.index(t.column), OPS.index(t.op), t.literal)
+                for t in (() if c.when is None else c.when.tests)
+            ),
+        )
+        for c in SUMMARY
+    )
+
+
+# --- types --------------------------------------------------------------------------------------
+_SPAN_TYPES: Final = {name: (sql, arrow) for name, sql, arrow in SPAN_COLUMNS}
+
+
+def duckdb_type(column: Column) -> str:
+    if column.kind == "count":
+        return "BIGINT"
+    assert column.value is not None
+    sql = _SPAN_TYPES[column.value][0]
+    return f"{sql}[]" if column.kind == "set" else sql
+
+
+def arrow_type(column: Column) -> pa.DataType:
+    if column.kind == "count":
+        return pa.int64()
+    assert column.value is not None
+    arrow = _SPAN_TYPES[column.value][1]
+    return pa.list_(arrow) if column.kind == "set" else arrow
+
+
+PARTS_ARROW_SCHEMA: Final = pa.schema(
+    [("trace_id", pa.string()), *((c.name, arrow_type(c)) for c in SUMMARY)]
+)
+
+
+# --- the Python fold ----------------------------------------------------------------------------
+# Per column: (kind, position of its span value, its condition, the arg_min columns it orders as
+# (slot, span value position)). An arg_min is set with the min that orders it, never on its own.
+_Fold = tuple[str, int, Callable[[Sequence[Any]], bool] | None, tuple[tuple[int, int], ...]]
+
+
+def _folds() -> tuple[_Fold, ...]:
+    out: list[_Fold] = []
+    for c in SUMMARY:
+        deps = tuple(
+            (slot, SPAN_NAMES.index(d.value or ""))
+            for slot, d in enumerate(SUMMARY)
+            if d.kind == "arg_min" and d.by == c.name
+        )
+        kind = "skip" if c.kind == "arg_min" else c.kind
+        pos = SPAN_NAMES.index(c.value) if c.value is not None else -1
+        out.append((kind, pos, None if c.when is None else c.when.predicate(), deps))
+    return tuple(out)
+
+
+_FOLDS: Final = _folds()
+_TID: Final = SPAN_NAMES.index("trace_id")
+
+
+def new_part() -> list[Any]:
+    """A summary of no spans: NULL extremes, zero counts, empty sets."""
+    return [0 if c.kind == "count" else set() if c.kind == "set" else None for c in SUMMARY]
+
+
+def fold(parts: dict[str, list[Any]], row: Sequence[Any]) -> None:
+    """Fold one span row into its trace's summary in ``parts`` (trace id → values in ``SUMMARY``
+    order; sets as Python sets). Of spans with the same least ``by``, the first folded wins."""
+    part = parts.get(row[_TID])
+    if part is None:
+        part = parts[row[_TID]] = new_part()
+    for slot, (kind, pos, when, deps) in enumerate(_FOLDS):
+        if when is not None and not when(row):
+            continue
+        if kind == "count":
+            part[slot] += 1
+        elif kind == "skip":
+            continue
+        else:
+            value = row[pos]
+            if kind == "set":
+                part[slot].add(value)
+                continue
+            current = part[slot]
+            if current is None or (value < current if kind == "min" else value > current):
+                part[slot] = value
+                for dep, dep_pos in deps:
+                    part[dep] = row[dep_pos]
+
+
+def parts_table(parts: dict[str, list[Any]]) -> pa.Table:
+    """The summaries as a ``PARTS_ARROW_SCHEMA`` table (sets sorted; lists taken as they are)."""
+    sets = [i for i, c in enumerate(SUMMARY) if c.kind == "set"]
+    rows = []
+    for tid, p in parts.items():
+        values = list(p)
+        for i in sets:
+            values[i] = sorted(values[i])
+        rows.append((tid, *values))
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(PARTS_ARROW_SCHEMA)
+    arrays = [pa.array(col, type=field.type) for col, field in zip(columns, PARTS_ARROW_SCHEMA, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=PARTS_ARROW_SCHEMA)

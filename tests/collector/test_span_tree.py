@@ -133,3 +133,33 @@ def test_a_deep_chain_of_10000_spans_is_placed_quickly_without_recursion() -> No
     assert placed.order == list(range(n))
     # All of the chain past the cap hangs under the last span the tree nests, in start order.
     assert placed.children[MAX_TREE_DEPTH - 1] == list(range(MAX_TREE_DEPTH, n))
+
+
+def _blocks(lines: list[tuple[str, int]]) -> dict[str, list[tuple[str, int]]]:
+    """Each root's id → its lines (itself and all under it)."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for span_id, depth in lines:
+        if depth == 0:
+            root = span_id
+        out.setdefault(root, []).append((span_id, depth))
+    return out
+
+
+@pytest.mark.parametrize("chain", [3, 140], ids=["under the cap", "past the cap"])
+def test_the_tree_does_not_depend_on_the_order_spans_come_in(chain: int) -> None:
+    cycle = {f"{n:016x}" for n in (7, 8, 9)}  # which cycle member leads depends on the order
+    spans = [
+        {
+            "span_id": s["spanId"],
+            "parent_span_id": s["parentSpanId"] or None,
+            "start_time_unix_nano": int(s["startTimeUnixNano"]),
+        }
+        for s in crafted("ab" * 16, chain=chain, fan=20)
+        if s["spanId"] not in cycle
+    ]
+    in_start_order = sorted(spans, key=lambda s: (s["start_time_unix_nano"], s["span_id"]))
+    sent, ordered, backwards = (
+        _blocks(_walk(build_tree(way))) for way in (spans, in_start_order, in_start_order[::-1])
+    )
+    assert sent == ordered == backwards
+    assert len(sent) == 3  # the root, the orphan and the span naming itself

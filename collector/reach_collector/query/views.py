@@ -14,6 +14,7 @@ the tests hold it to); for a large trace built a column at a time (trace_columns
 from __future__ import annotations
 
 import json
+import operator
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -280,57 +281,74 @@ def span_tree(ids: Sequence[str], parents: Sequence[str | None], starts: Sequenc
     deeper than MAX_TREE_DEPTH, a chain's spans hang at that depth; children in start order (then
     span id). A repeated span id stands for its first span. Iterative: no recursion over depth."""
     n = len(ids)
-    first: dict[str, int] = {}
-    for i, span_id in enumerate(ids):
-        first.setdefault(span_id, i)
-    kids: list[list[int]] = [[] for _ in range(n)]
+    first = dict(zip(reversed(ids), range(n - 1, -1, -1), strict=True))  # a repeated id: its first
+    get = first.get
+    kids: list[list[int]] = [[] for _ in range(n)]  # the spans naming each span as parent
     tops: list[int] = []
-    for i, parent in enumerate(parents):
-        at = first.get(parent) if parent is not None and parent != ids[i] else None
+    for i, (span_id, parent) in enumerate(zip(ids, parents, strict=True)):
+        at = get(parent) if parent is not None and parent != span_id else None
         if at is None:
             tops.append(i)
         else:
             kids[at].append(i)
-    children: list[list[int]] = [[] for _ in range(n)]
+    # Each span's children are the spans naming it, but for the first span of a parent cycle (a
+    # root, not a child) and for spans past the depth cap (their children go to the span at the
+    # cap, their holder). Walked depth first, each span's line and depth are written as it is met.
+    children = kids
     placed = bytearray(n)
     roots: list[int] = []
+    order = [0] * n
+    depth = [0] * n
+    line = 0
+    gathered = False  # whether a holder was given the children of spans past the cap
 
-    def attach(root: int) -> None:
+    def attach(root: int, cycle: bool) -> None:
+        nonlocal line, gathered
         roots.append(root)
-        placed[root] = 1
         stack = [(root, root, 0)]  # (span, the span that receives its children, depth)
         while stack:
-            at, holder, depth = stack.pop()
-            target = at if depth < MAX_TREE_DEPTH else holder
-            for child in kids[at]:
-                if placed[child]:
-                    continue
-                placed[child] = 1
-                children[target].append(child)
-                stack.append((child, target, depth + 1))
+            at, holder, d = stack.pop()
+            placed[at] = 1
+            order[at] = line
+            depth[at] = d if d < MAX_TREE_DEPTH else MAX_TREE_DEPTH
+            line += 1
+            below = children[at]
+            if not below:
+                continue
+            if cycle and root in below:  # the cycle come round to its first span
+                below.remove(root)
+            target = at
+            if d >= MAX_TREE_DEPTH:
+                target = holder
+                children[holder].extend(below)
+                children[at] = []
+                gathered = True
+            stack.extend([(c, target, d + 1) for c in reversed(below)])
 
     for root in tops:
-        attach(root)
+        attach(root, False)
     # Spans on a parent cycle were never reached from a root: show them as roots.
     for i in range(n):
         if not placed[i]:
-            attach(i)
-
-    def key(i: int) -> tuple[int, str]:
-        return starts[i], ids[i]
-
+            attach(i, True)
+    # Spans read in start order (as the store reads them) have their children in start order
+    # already, unless the depth cap gathered several spans' children into one list.
+    keys = list(zip(starts, ids, strict=True))
+    if not gathered and all(map(operator.le, keys, keys[1:])):
+        return SpanTree(roots, children, order, depth)
     for kids_of in children:
         if len(kids_of) > 1:
-            kids_of.sort(key=key)
-    order = [0] * n
-    depth = [0] * n
+            kids_of.sort(key=keys.__getitem__)
     line = 0
     walk = [(r, 0) for r in reversed(roots)]
     while walk:
         at, d = walk.pop()
-        order[at], depth[at] = line, d
+        order[at] = line
+        depth[at] = d
         line += 1
-        walk.extend((c, d + 1) for c in reversed(children[at]))
+        below = children[at]
+        if below:
+            walk.extend([(c, d + 1) for c in reversed(below)])
     return SpanTree(roots, children, order, depth)
 
 

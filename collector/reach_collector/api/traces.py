@@ -30,7 +30,8 @@ def parse_trace_id(value: str) -> str:
 
 
 def parse_tree(value: str | None) -> bool:
-    """``tree=false`` leaves the nested ``roots`` out (the console builds it from ``spans``)."""
+    """``tree=false`` leaves the nested ``roots`` out (each span still carries its place in the tree,
+    ``tree_order`` and ``tree_depth``: what the console draws)."""
     if value is None:
         return True
     flag = _BOOLEANS.get(value.lower())

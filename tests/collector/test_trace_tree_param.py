@@ -1,5 +1,6 @@
 """`GET /api/traces/{id}?tree=false`: the same trace without the nested `roots` tree (the console
-builds it from `spans`); the default response keeps `roots`; a bad value is a 400 naming `tree`."""
+draws each span's place in it, sent with the spans); the default response keeps `roots`; a bad
+value is a 400 naming `tree`."""
 
 from __future__ import annotations
 

@@ -279,12 +279,11 @@ def baseline_tree(rev: str, into: Path) -> tuple[Path, str]:
     subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, check=True)
     if archive.wait() != 0:
         raise RuntimeError(f"could not export revision {rev}")
-    subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-        cwd=into,
-        check=True,
-        stdout=subprocess.DEVNULL,
+    built = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=into, capture_output=True, text=True
     )
+    if built.returncode != 0:
+        raise RuntimeError(f"could not build revision {rev}'s compiled decoder:\n{built.stderr}")
     where = subprocess.run(
         [
             sys.executable,

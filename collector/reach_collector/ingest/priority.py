@@ -7,6 +7,12 @@ not by the query. Ingest that runs at a higher nice value gives way to the looku
 want a core, and has the cores to itself otherwise: its throughput is what is left once queries
 are answered. Linux sets a nice value per thread; elsewhere ``setpriority`` on a thread id would
 name another process, so there the threads keep the process's priority.
+
+A nice value weighs a thread against the others of its scheduling group: a service or container
+(its own cgroup, or its own session's autogroup) shares the machine with other groups as before,
+and only its own threads are ordered. Where the collector shares one group with busy programs of
+equal priority (started from the same shell as a CPU-bound job, say), its ingest gives way to them
+too.
 """
 
 from __future__ import annotations

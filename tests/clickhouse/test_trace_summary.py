@@ -5,6 +5,7 @@ give the same summary of every trace."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from reach_collector.ingest import fast
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
+from reach_collector.ingest.pool import start_pool
 from reach_collector.ingest.rows import SpanBatch, flatten
+from reach_collector.ingest.service import IngestService
+from reach_collector.ingest.writer import Writer
 from reach_collector.store import schema, summary
+from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse import ClickHouseStore
 from reach_collector.store.clickhouse.schema import TRACE_AGGREGATES
 from reach_collector.store.duckdb_store import DuckDBStore
@@ -225,3 +230,44 @@ def test_the_compiled_decoder_keeps_the_summary_it_was_given() -> None:
         _fastflat.configure(*fast.CONFIGURATION, fast.SUMMARY[:-1])
     with pytest.raises(ValueError):  # a fold it does not have
         _fastflat.configure(*fast.CONFIGURATION, ((9, -1, -1, ()),))
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "chdb"])
+def test_the_ingest_path_builds_parts_only_for_a_store_that_takes_them(
+    tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every decoding path of the ingest service (the compiled one, the reference in a thread and
+    in the worker pool, HTTP and gRPC) builds the parts for DuckDB and none for ClickHouse, as the
+    store declares; the searches answer the same either way."""
+    if engine == "chdb":
+        pytest.importorskip("chdb")
+    store: DuckDBStore | ClickHouseStore = (
+        DuckDBStore() if engine == "duckdb" else ClickHouseStore.in_process(tmp_path / "chdb")
+    )
+    writer = Writer(store)
+    pool = start_pool(1)
+    try:
+        service = IngestService(writer, max_body_bytes=1 << 24, pool=pool)
+        bodies = _requests(6)
+        batches = []
+        for pure in ("0", "1"):  # the compiled path, then the reference (in a thread, in the pool)
+            monkeypatch.setenv("REACH_COLLECTOR_PURE_PYTHON", pure)
+            for body in bodies[:2]:
+                batches.append(asyncio.run(service.decode_async(body, PROTOBUF, None)))
+                batches.append(service.decode_pooled(ExportTraceServiceRequest.FromString(body)))
+                batches.append(service.decode_http(body, PROTOBUF, None))
+                batches.append(service.flatten(ExportTraceServiceRequest.FromString(body)))
+        assert all(b.accepted for b in batches)
+        assert [b.parts.num_rows > 0 for b in batches] == [engine == "duckdb"] * len(batches)
+        for body in bodies:
+            done = service.submit(service.decode_http(body, PROTOBUF, None))
+            assert done is not None
+            done.result(60)
+        found = store.search(TraceFilter(limit=100))
+        spans = pa.concat_tables([flatten(parse_for_rows(b, PROTOBUF)).table for b in bodies])
+        assert len(found) == len(set(spans.column("trace_id").to_pylist()))
+        assert sum(t["span_count"] for t in found) == spans.num_rows
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        writer.close()
+        store.close()

@@ -33,15 +33,16 @@ def _ipc(table: pa.Table) -> bytes:
 
 
 def decode_to_ipc(
-    body: bytes, media: str, encoding: str | None, max_bytes: int, max_row_bytes: int
+    body: bytes, media: str, encoding: str | None, max_bytes: int, max_row_bytes: int, parts: bool = True
 ) -> Payload:
     """In a worker: body → (span rows and trace parts as Arrow IPC streams, rejected,
     reasons, exposition stats); a request whose rows would cost more than ``max_row_bytes`` is
-    refused here, before they are built (``cost.RowBudgetExceeded``).
+    refused here, before they are built (``cost.RowBudgetExceeded``). Without ``parts`` the trace
+    parts are empty (a store that computes them itself).
 
     Raises the same ``BodyError`` subclasses as the inline path (they pickle by message)."""
     try:
-        batch = flatten_within(decompress(body, encoding, max_bytes), media, max_row_bytes)
+        batch = flatten_within(decompress(body, encoding, max_bytes), media, max_row_bytes, parts)
         return _ipc(batch.table), _ipc(batch.parts), batch.rejected, batch.reasons, batch.stats
     except MemoryError as exc:  # this request is too large to hold: a 413, not a broken worker
         raise out_of_memory("decoding") from exc

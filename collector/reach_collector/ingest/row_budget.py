@@ -184,15 +184,16 @@ def out_of_memory(stage: str) -> BodyTooLarge:
     )
 
 
-def flatten_within(raw: bytes, media: str, limit: int) -> SpanBatch:
+def flatten_within(raw: bytes, media: str, limit: int, parts: bool = True) -> SpanBatch:
     """A decompressed body → its rows through the reference decoder (parsed once, for the cost and
     the rows), refused before any row is built when its cost is over ``limit``. Raises
-    ``BodyError`` subclasses like ``fast.flatten_body``. (The compiled path runs before this, in
-    ``IngestService``; a body that reaches here is one it declined or that it is off for.)"""
+    ``BodyError`` subclasses like ``fast.flatten_body``; ``parts`` as ``rows.flatten`` takes it.
+    (The compiled path runs before this, in ``IngestService``; a body that reaches here is one it
+    declined or that it is off for.)"""
     if media == JSON:
         document = load_json(raw)
         check(json_cost(document, len(raw)), limit)
-        return flatten(json_request(document))
+        return flatten(json_request(document), parts)
     request = parse_for_rows(raw, media)
     check(message_cost(request, len(raw)), limit)
-    return flatten(request)
+    return flatten(request, parts)

@@ -62,6 +62,9 @@ class IngestService:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.writer = writer
+        # The compiled decoder leaves the trace parts out for a store that computes them itself
+        # (``writer.wants_parts``); its defaults otherwise.
+        self._compiled_options: dict[str, bool] = {} if writer.wants_parts else {"parts": False}
         # (a logs request's batch) once decoded; (store, rows) once evaluation rows are stored,
         # on the writer thread: what /metrics counts.
         self._on_logs = on_logs
@@ -152,6 +155,7 @@ class IngestService:
                         encoding,
                         self.max_body_bytes,
                         self.max_row_bytes,
+                        self.writer.wants_parts,
                     )
                     for piece in pieces
                 )
@@ -197,7 +201,7 @@ class IngestService:
             return None
         cost.check(measured, self.max_row_bytes)
         try:
-            batch = fast.flatten_protobuf(raw)
+            batch = fast.flatten_protobuf(raw, **self._compiled_options)
         except MemoryError as exc:
             raise cost.out_of_memory("decoding") from exc
         return None if batch is None else self._count(batch)
@@ -212,13 +216,15 @@ class IngestService:
             self.max_row_bytes,
         )
         if raw is not None and fast.enabled():
-            batch = fast.flatten_protobuf(raw)
+            batch = fast.flatten_protobuf(raw, **self._compiled_options)
             if batch is not None:
                 return self._count(batch)
         if self.pool is None or raw is None:
             return self.flatten(request)
         try:
-            payload = self.pool.submit(decode_to_ipc, raw, PROTOBUF, None, 2**31, self.max_row_bytes).result()
+            payload = self.pool.submit(
+                decode_to_ipc, raw, PROTOBUF, None, 2**31, self.max_row_bytes, self.writer.wants_parts
+            ).result()
         except BodyError:
             raise
         except BrokenProcessPool as exc:
@@ -241,10 +247,10 @@ class IngestService:
     def decode_http(self, body: bytes, media: str, encoding: str | None) -> SpanBatch:
         """Body bytes → rows; raises a ``BodyError`` subclass for a 4xx."""
         raw = decompress(body, encoding, self.max_body_bytes)
-        return self._rows(cost.flatten_within, raw, media, self.max_row_bytes)
+        return self._rows(cost.flatten_within, raw, media, self.max_row_bytes, self.writer.wants_parts)
 
     def flatten(self, request: ExportTraceServiceRequest) -> SpanBatch:
-        return self._rows(flatten, request)
+        return self._rows(flatten, request, self.writer.wants_parts)
 
     def _rows(self, make: Callable[..., SpanBatch], *args: Any) -> SpanBatch:
         try:

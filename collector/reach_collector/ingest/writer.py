@@ -114,6 +114,9 @@ class Writer:
         # a part, its files and later a merge, whatever its size) — small overlapping commits
         # would spend the CPU on that instead of on rows.
         profile = store.write_profile
+        # Whether the decoders build the trace parts for this store (store.summary): not for one
+        # that computes the summaries from the span rows itself.
+        self.wants_parts = not profile.computes_summary
         self.concurrency = max(1, profile.concurrent_writes)
         self._commit_spans = commit_spans if commit_spans is not None else profile.commit_spans
         self._committing = 0

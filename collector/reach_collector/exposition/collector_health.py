@@ -65,38 +65,40 @@ class CollectorHealth(Collector):
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            received = CounterMetricFamily("reach_collector_spans_received", "Spans received by ingest.")
-            received.add_metric([], self._received)
-            rejected = CounterMetricFamily("reach_collector_spans_rejected", "Spans rejected at ingest.")
-            rejected.add_metric([], self._rejected)
+            received, rejected = self._received, self._rejected
             writes = histogram_family(
                 "reach_collector_write_seconds", "Commit latency of one span batch.", [], WRITE_BUCKETS,
                 {(): self._writes},
             )  # fmt: skip
             queue_source, depth = self._queue_source, self._queue_depth
             stored, decoder_rss = self._stored_source, self._decoder_rss
-        yield from (received, rejected, writes)
-        queue = GaugeMetricFamily("reach_collector_queue_spans", "Spans queued, not yet committed.")
-        queue.add_metric([], float(queue_source() if queue_source is not None else depth))
-        yield queue
+        yield CounterMetricFamily(
+            "reach_collector_spans_received", "Spans received by ingest.", value=received
+        )
+        yield CounterMetricFamily(
+            "reach_collector_spans_rejected", "Spans rejected at ingest.", value=rejected
+        )
+        yield writes
+        queued = float(queue_source() if queue_source is not None else depth)
+        yield GaugeMetricFamily(
+            "reach_collector_queue_spans", "Spans queued, not yet committed.", value=queued
+        )
         rss = decoder_rss() if decoder_rss is not None else None
         if rss is not None:
-            gauge = GaugeMetricFamily(
+            yield GaugeMetricFamily(
                 "reach_collector_decoder_resident_memory_bytes",
                 "Resident memory of the decoder worker processes together (process_* is the main one).",
+                value=float(rss),
             )
-            gauge.add_metric([], float(rss))
-            yield gauge
         if stored is not None:
-            counter = CounterMetricFamily("reach_collector_spans_stored", "Spans committed to the store.")
-            counter.add_metric([], stored())
-            yield counter
+            yield CounterMetricFamily(
+                "reach_collector_spans_stored", "Spans committed to the store.", value=stored()
+            )
         # The store's own memory (DuckDB's buffer pool and allocations), read at scrape.
         held = self._store.memory_bytes() if self._store is not None else None
         if held is not None:
-            gauge = GaugeMetricFamily(
+            yield GaugeMetricFamily(
                 "reach_collector_duckdb_memory_bytes",
                 "Memory DuckDB holds (buffer pool and allocations; capped by storage.memory_limit).",
+                value=float(held),
             )
-            gauge.add_metric([], float(held))
-            yield gauge

@@ -6,29 +6,20 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from reach_collector.store import summary
 from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse.schema import BUCKET_NS, HOUR_NS, TRACE_AGGREGATES, Layout
-from reach_collector.store.schema import SPAN_NAMES, TRACE_COLUMNS
+from reach_collector.store.schema import SPAN_NAMES
+from reach_collector.store.summary import SUMMARY
 
 __all__ = ["bounds_sql", "search_sql", "span_row", "spans_sql", "summary_row"]
 
 _MERGE: Final = {name: merge for name, _, _, merge in TRACE_AGGREGATES}
-# Aliases unlike the columns: ClickHouse would otherwise read a column name in HAVING/ORDER BY as
-# the alias and nest one aggregate in another.
-_SUMMARY: Final = (
-    "trace_id",
-    f"{_MERGE['first_start_ns']}(first_start_ns) AS m_first",
-    f"{_MERGE['last_end_ns']}(last_end_ns) AS m_last",
-    f"{_MERGE['root_name']}(root_name) AS m_root_name",
-    f"{_MERGE['root_start_ns']}(root_start_ns) AS m_root_start",
-    f"{_MERGE['roots']}(roots) AS m_roots",
-    f"{_MERGE['first_name']}(first_name) AS m_first_name",
-    f"{_MERGE['span_count']}(span_count) AS m_spans",
-    f"{_MERGE['error_count']}(error_count) AS m_errors",
-    f"{_MERGE['agents']}(agents) AS m_agents",
-    f"{_MERGE['services']}(services) AS m_services",
-    f"{_MERGE['hops']}(hops) AS m_hops",
-)
+# Every state merged per trace (store.summary's columns and their presence counts), in
+# TRACE_AGGREGATES order. Aliases unlike the columns: ClickHouse would otherwise read a column name
+# in HAVING/ORDER BY as the alias and nest one aggregate in another.
+_SUMMARY: Final = ("trace_id", *(f"{merge}({name}) AS m_{name}" for name, _, _, merge in TRACE_AGGREGATES))
+_MERGED_NAMES: Final = tuple(name for name, _, _, _ in TRACE_AGGREGATES)
 
 
 def bounds_sql() -> str:
@@ -76,15 +67,15 @@ def search_sql(f: TraceFilter, layout: Layout) -> tuple[str, list[Any]]:
         having.append("has(m_agents, ?)")
         params.append(f.agent)
     if f.errors_only:
-        having.append("m_errors > 0")
+        having.append("m_error_count > 0")
     if f.since_ns is not None:
-        having.append("m_first >= ?")
+        having.append("m_first_start_ns >= ?")
         params.append(f.since_ns)
     if f.until_ns is not None:
-        having.append("m_first <= ?")
+        having.append("m_first_start_ns <= ?")
         params.append(f.until_ns)
     if f.min_duration_ms is not None:
-        having.append("(m_last - m_first) >= ?")
+        having.append("(m_last_end_ns - m_first_start_ns) >= ?")
         params.append(int(f.min_duration_ms * 1e6))
     # Named with the database: a shard runs the subquery in its own default database.
     spans = layout.q(layout.local("spans"))
@@ -107,33 +98,25 @@ def search_sql(f: TraceFilter, layout: Layout) -> tuple[str, list[Any]]:
     having_sql = f" HAVING {' AND '.join(having)}" if having else ""
     sql = (
         f"SELECT {', '.join(_SUMMARY)} FROM traces{where_sql} GROUP BY trace_id{having_sql} "
-        "ORDER BY m_first DESC, trace_id LIMIT ?"
+        "ORDER BY m_first_start_ns DESC, trace_id LIMIT ?"
     )
     return sql, [*where_params, *params, f.limit]
 
 
 def summary_row(row: tuple[Any, ...]) -> dict[str, Any]:
-    """One search row in DuckDBStore.search's shape (store.schema.TRACE_COLUMNS)."""
-    tid, first, last, root_name, root_start, roots, first_name, spans, errors, agents, services, hops = row
-    has_root = int(roots) > 0
-    d = dict(
-        zip(
-            TRACE_COLUMNS,
-            (
-                tid,
-                int(first),
-                int(last),
-                root_name if has_root else None,
-                int(root_start) if has_root else None,
-                first_name,
-                int(spans),
-                int(errors),
-                list(agents),
-                list(services),
-                int(hops),
-            ),
-            strict=True,
-        )
-    )
+    """One search row in DuckDBStore.search's shape (trace_id, then store.summary's columns): a
+    column no span counted for (its condition's presence count is 0) is None, as on DuckDB."""
+    tid, *values = row
+    merged = dict(zip(_MERGED_NAMES, values, strict=True))
+    d: dict[str, Any] = {"trace_id": tid}
+    for c in SUMMARY:
+        value = merged[c.name]
+        if c.when is not None and c.when.presence is not None and not int(merged[c.when.presence]):
+            value = None
+        elif c.kind == "set":
+            value = list(value)
+        elif summary.duckdb_type(c) == "BIGINT":
+            value = int(value)
+        d[c.name] = value
     d["root_name"] = d["root_name"] if d["root_name"] is not None else d["first_name"]
     return d

@@ -21,15 +21,14 @@ import pyarrow as pa
 
 from reach_collector.store import span_rows
 from reach_collector.store.base import TraceFilter, WriteProfile
+from reach_collector.store.duckdb_search import search_sql, summary_rows
 from reach_collector.store.schema import (
     ADD_TRACE_KEY,
     AUX_COLUMNS,
     COMPACT,
     DDL,
-    MERGED,
     PRUNE_ALERT_HISTORY,
     SPAN_NAMES,
-    TRACE_COLUMNS,
     TRACE_KEY_OF,
 )
 from reach_collector.store.span_rows import SpanRows
@@ -324,73 +323,9 @@ class DuckDBStore:
         return min(f for f, _ in found), max(last for _, last in found)
 
     def search(self, f: TraceFilter) -> list[dict[str, Any]]:
-        """Newest traces matching every filter. Candidates are the newest matching `traces` rows
-        plus every trace with un-compacted parts; the filters are re-checked on the merged rows."""
-        row_where: list[str] = []
-        row_params: list[Any] = []
-        having: list[str] = []
-        having_params: list[Any] = []
-
-        def both(row_sql: str, merged_sql: str, *values: Any) -> None:
-            row_where.append(row_sql)
-            row_params.extend(values)
-            having.append(merged_sql)
-            having_params.extend(values)
-
-        if f.service is not None:
-            both(
-                "list_contains(services, ?)",
-                "list_contains(list_distinct(flatten(list(services))), ?)",
-                f.service,
-            )
-        if f.agent is not None:
-            both(
-                "list_contains(agents, ?)", "list_contains(list_distinct(flatten(list(agents))), ?)", f.agent
-            )
-        if f.errors_only:
-            both("error_count > 0", "sum(error_count) > 0")
-        if f.since_ns is not None:
-            both("first_start_ns >= ?", "min(first_start_ns) >= ?", f.since_ns)
-        if f.until_ns is not None:
-            both("first_start_ns <= ?", "min(first_start_ns) <= ?", f.until_ns)
-        if f.min_duration_ms is not None:
-            both(
-                "(last_end_ns - first_start_ns) >= ?",
-                "(max(last_end_ns) - min(first_start_ns)) >= ?",
-                int(f.min_duration_ms * 1e6),
-            )
-        # Each attribute filter is one span scan, materialised once and used in both places.
-        ctes: list[str] = []
-        cte_params: list[Any] = []
-        for i, (key, value) in enumerate(f.attributes):
-            span_where = ["json_extract_string(attributes, ?) = ?"]
-            cte_params.extend([_json_path(key), value])
-            if f.since_ns is not None:
-                span_where.append("start_ns >= ?")
-                cte_params.append(f.since_ns)
-            where = " AND ".join(span_where)
-            ctes.append(f"attr{i} AS MATERIALIZED (SELECT DISTINCT trace_id FROM spans WHERE {where})")
-            member = f"trace_id IN (SELECT trace_id FROM attr{i})"
-            both(member, member)
-        row_filter = (" WHERE " + " AND ".join(row_where)) if row_where else ""
-        having_sql = (" HAVING " + " AND ".join(having)) if having else ""
-        sql = (
-            "WITH " + "".join(c + ", " for c in ctes) + f"top AS (SELECT trace_id FROM traces{row_filter} "
-            "ORDER BY first_start_ns DESC, trace_id LIMIT ?), "
-            "cand AS (SELECT trace_id FROM top UNION SELECT trace_id FROM trace_parts), "
-            f"merged AS (SELECT {', '.join(TRACE_COLUMNS)} FROM traces SEMI JOIN cand USING (trace_id) "
-            "UNION ALL SELECT * FROM trace_parts) "
-            f"SELECT {MERGED} FROM merged GROUP BY trace_id{having_sql} "
-            "ORDER BY first_start_ns DESC, trace_id LIMIT ?"
-        )
-        params = [*cte_params, *row_params, f.limit, *having_params, f.limit]
-        rows = self._cursor().execute(sql, params).fetchall()
-        out = []
-        for row in rows:
-            d = dict(zip(TRACE_COLUMNS, row, strict=True))
-            d["root_name"] = d["root_name"] if d["root_name"] is not None else d["first_name"]
-            out.append(d)
-        return out
+        """Newest traces matching every filter (duckdb_search)."""
+        sql, params = search_sql(f)
+        return summary_rows(self._cursor().execute(sql, params).fetchall())
 
     def memory_bytes(self) -> int:
         """Bytes DuckDB holds in memory now (its buffer pool and allocations, every tag summed)."""
@@ -431,8 +366,3 @@ class DuckDBStore:
         if self._spill is not None:
             shutil.rmtree(self._spill, ignore_errors=True)
             self._spill = None
-
-
-def _json_path(key: str) -> str:
-    """A JSON path selecting one top-level key verbatim (attribute keys contain dots)."""
-    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

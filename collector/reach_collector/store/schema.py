@@ -41,15 +41,16 @@ def _from_spans(c: Column) -> str:
     return f"{c.kind}({c.value}){_cond(c)}"
 
 
-def _merged(c: Column) -> str:
-    """A summary column merged over lookup rows of one trace."""
+def merged(name: str) -> str:
+    """A summary column merged over the lookup rows of one trace (an aggregate)."""
+    c = summary.BY_NAME[name]
     if c.kind == "count":
-        return f"sum({c.name})::BIGINT AS {c.name}"
+        return f"sum({c.name})::BIGINT"
     if c.kind == "arg_min":
-        return f"arg_min({c.name}, {c.by}) AS {c.name}"
+        return f"arg_min({c.name}, {c.by})"
     if c.kind == "set":
-        return f"list_distinct(flatten(list({c.name}))) AS {c.name}"
-    return f"{c.kind}({c.name}) AS {c.name}"
+        return f"list_distinct(flatten(list({c.name})))"
+    return f"{c.kind}({c.name})"
 
 
 def _upserted(c: Column) -> str:
@@ -116,7 +117,7 @@ PART_INSERT: Final = (
 )
 
 # Merging lookup rows (parts, or a traces row with parts) of the same trace.
-MERGED: Final = "trace_id,\n       " + ",\n       ".join(_merged(c) for c in SUMMARY)
+MERGED: Final = "trace_id,\n       " + ",\n       ".join(f"{merged(c.name)} AS {c.name}" for c in SUMMARY)
 
 # `traces.trace_key`: the trace id's first 16 hex digits as a number (NULL for an id that is not
 # hex), not indexed. While a checkpoint runs, DuckDB holds back every query that filters `traces`

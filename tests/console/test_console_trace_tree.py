@@ -85,6 +85,21 @@ def test_page_rows_are_the_collectors_nested_roots(start_console, page: Page) ->
         "})()"
     )
     assert rows == expected
+    # The default response (with the nested roots) draws the same tree; spans that carry no place
+    # in it (and no roots) are drawn as they come, flat: the page builds no tree of its own.
+    rows_full, flat = page.js(
+        "(async () => {"
+        " const { buildModel } = await import('/ui/js/trace/model.js');"
+        f" const trace = await (await fetch('/api/traces/{TRACE}')).json();"
+        " const placeless = trace.spans.map(({tree_order, tree_depth, ...s}) => s);"
+        " const bare = {trace_id: trace.trace_id, spans: placeless};"
+        " return [buildModel(trace).rows.map((r) => [r.span.span_id, r.depth]),"
+        "  buildModel(bare).rows.map((r) => [r.span.span_id, r.depth])];"
+        "})()"
+    )
+    assert rows_full == expected
+    spans = console.api(f"/api/traces/{TRACE}", tree="false")["spans"]
+    assert flat == [[s["span_id"], 0] for s in spans]
     # The page shows that tree: one row element per span line, named as the span.
     assert page.js("document.querySelector('.wf-count').textContent") == "290 of 290"
 

@@ -78,28 +78,50 @@ export function handoffOf(span) {
 }
 
 /**
- * The spans in the collector's tree order, from the place it gives each span in the tree it nests
- * as `roots` (views.span_tree, the one builder): `tree_order`, the span's line in that tree walked
- * depth first, and `tree_depth`. Returns `{ order, depth }` (span indexes by line, and each line's
- * depth); spans that do not carry a consistent place (a collector that did not send one) are shown
- * in span order, flat.
+ * The trace's spans in the collector's tree (views.span_tree, the one builder), walked depth first:
+ * `{ order, depth }`, the index in `spans` of each line and the line's depth. The tree is read as
+ * the trace JSON carries it: its nested `roots` when present, else each span's place in that tree
+ * (`tree_order`, its line, and `tree_depth`), which `?tree=false` still sends. Spans with no
+ * consistent place (a collector that sent none) are shown in span order, flat.
  */
-export function treeLines(spans) {
+export function treeLines(trace) {
+  const spans = Array.isArray(trace.spans) ? trace.spans : [];
   const count = spans.length;
   const order = new Int32Array(count).fill(-1);
   const depth = new Int32Array(count);
   let sound = true;
-  for (let i = 0; i < count && sound; i++) {
-    const line = spans[i].tree_order;
-    const d = spans[i].tree_depth;
-    if (!Number.isInteger(line) || line < 0 || line >= count || order[line] !== -1 || !Number.isInteger(d) || d < 0) sound = false;
-    else {
-      order[line] = i;
-      depth[line] = d;
+  if (Array.isArray(trace.roots)) {
+    const at = new Map();
+    for (let i = 0; i < count; i++) if (!at.has(spans[i].span_id)) at.set(spans[i].span_id, i);
+    const stack = [];
+    for (let k = trace.roots.length - 1; k >= 0; k--) stack.push([trace.roots[k], 0]);
+    let line = 0;
+    while (stack.length && sound) {
+      const [node, d] = stack.pop();
+      const i = at.get(node?.span_id);
+      if (i === undefined || line >= count) sound = false;
+      else {
+        order[line] = i;
+        depth[line] = d;
+        line += 1;
+        const below = Array.isArray(node.children) ? node.children : [];
+        for (let k = below.length - 1; k >= 0; k--) stack.push([below[k], d + 1]);
+      }
     }
+    sound = sound && line === count;
+  } else {
+    for (let i = 0; i < count && sound; i++) {
+      const line = spans[i].tree_order;
+      const d = spans[i].tree_depth;
+      if (!Number.isInteger(line) || line < 0 || line >= count || order[line] !== -1 || !Number.isInteger(d) || d < 0) sound = false;
+      else {
+        order[line] = i;
+        depth[line] = d;
+      }
+    }
+    // Depth first: the first line is a root, and each line is at most one level below the one before.
+    for (let k = 0; k < count && sound; k++) if (depth[k] > (k ? depth[k - 1] + 1 : 0)) sound = false;
   }
-  // Depth first: the first line is a root, and each line is at most one level below the one before.
-  for (let k = 0; k < count && sound; k++) if (depth[k] > (k ? depth[k - 1] + 1 : 0)) sound = false;
   if (!sound) {
     for (let i = 0; i < count; i++) order[i] = i;
     depth.fill(0);
@@ -107,7 +129,7 @@ export function treeLines(spans) {
   return { order, depth };
 }
 
-/** Build the page model from `spans`, drawn in the collector's tree (`treeLines`; `roots` is not needed). */
+/** Build the page model from `spans`, drawn in the collector's tree (`treeLines`). */
 export function buildModel(trace) {
   const spans = Array.isArray(trace.spans) ? trace.spans : [];
   let t0 = Infinity;
@@ -128,7 +150,7 @@ export function buildModel(trace) {
       agentsSeen.push(String(a));
     }
   };
-  const { order, depth: depths } = treeLines(spans);
+  const { order, depth: depths } = treeLines(trace);
   // The row of the latest line at each depth: a line's parent is the latest one a level up.
   const latest = [];
   for (let line = 0; line < order.length; line++) {

@@ -105,6 +105,10 @@ class Dialect(Protocol):
 
     def int_div(self, a: str, b: str) -> str: ...
 
+    def list_has(self, column: str) -> str:
+        """Whether a list of strings holds the bound parameter (one ``?``)."""
+        ...
+
     def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
         """SQL for the string value of one top-level key of ``attributes`` or ``resource`` (NULL
         when absent; numbers and booleans as their JSON text), and its parameters."""
@@ -148,6 +152,9 @@ class _DuckDB:
 
     def int_div(self, a: str, b: str) -> str:
         return f"(({a}) // ({b}))"
+
+    def list_has(self, column: str) -> str:
+        return f"list_contains({column}, ?)"
 
     def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
         # a JSON path selecting one top-level key verbatim (attribute keys contain dots)
@@ -202,6 +209,9 @@ class _ClickHouse:
 
     def int_div(self, a: str, b: str) -> str:
         return f"intDiv({a}, {b})"
+
+    def list_has(self, column: str) -> str:
+        return f"has({column}, ?)"
 
     def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
         keys, values = _CH_ARRAYS[column]

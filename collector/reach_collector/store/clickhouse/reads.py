@@ -9,7 +9,9 @@ from typing import Any, Final
 from reach_collector.store import summary
 from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse.schema import BUCKET_NS, HOUR_NS, TRACE_AGGREGATES, Layout
+from reach_collector.store.dialect import CLICKHOUSE
 from reach_collector.store.schema import SPAN_NAMES
+from reach_collector.store.search import attribute_scans, summary_conditions
 from reach_collector.store.summary import SUMMARY
 
 __all__ = ["bounds_sql", "search_sql", "span_row", "spans_sql", "summary_row"]
@@ -56,37 +58,14 @@ def search_sql(f: TraceFilter, layout: Layout) -> tuple[str, list[Any]]:
     """Newest traces matching every filter, as DuckDBStore.search defines them (the filters on
     the merged lookup rows). An attribute filter reads the span table where the trace lives: the
     shard's own table in a cluster (spans and lookup rows are both sharded by trace id)."""
-    having: list[str] = []
-    params: list[Any] = []
+    having, params = summary_conditions(f, CLICKHOUSE, lambda name: f"m_{name}")
     where: list[str] = []
     where_params: list[Any] = []
-    if f.service is not None:
-        having.append("has(m_services, ?)")
-        params.append(f.service)
-    if f.agent is not None:
-        having.append("has(m_agents, ?)")
-        params.append(f.agent)
-    if f.errors_only:
-        having.append("m_error_count > 0")
-    if f.since_ns is not None:
-        having.append("m_first_start_ns >= ?")
-        params.append(f.since_ns)
-    if f.until_ns is not None:
-        having.append("m_first_start_ns <= ?")
-        params.append(f.until_ns)
-    if f.min_duration_ms is not None:
-        having.append("(m_last_end_ns - m_first_start_ns) >= ?")
-        params.append(int(f.min_duration_ms * 1e6))
-    # Named with the database: a shard runs the subquery in its own default database.
-    spans = layout.q(layout.local("spans"))
-    for key, value in f.attributes:
-        cond = "has(attr_keys, ?) AND attr_values[indexOf(attr_keys, ?)] = ?"
-        sub_params: list[Any] = [key, key, value]
-        if f.since_ns is not None:  # a trace that starts after `since` has no span ending before it
-            cond += " AND end_ns >= ?"
-            sub_params.append(f.since_ns)
-        where.append(f"trace_id IN (SELECT trace_id FROM {spans} WHERE {cond})")
-        where_params.extend(sub_params)
+    # Named with the database: a shard runs the subquery in its own default database. A trace
+    # that starts after `since` has no span ending before it.
+    for scan, scan_params in attribute_scans(f, CLICKHOUSE, layout.q(layout.local("spans")), "end_ns"):
+        where.append(f"trace_id IN ({scan})")
+        where_params.extend(scan_params)
     if f.since_ns is not None:
         # A trace that starts since then has every span, so every lookup row, ending in that hour
         # or later: only those traces are merged (all their rows, so an earlier start still rules

@@ -26,44 +26,42 @@ TRACE_COLUMNS: Final = ("trace_id", *summary.SUMMARY_NAMES)
 PARTS_ARROW_SCHEMA: Final = summary.PARTS_ARROW_SCHEMA
 
 
-def _cond(c: Column) -> str:
-    return "" if c.when is None else f" FILTER (WHERE {c.when.sql()})"
+# Per kind of summary column (store.summary), its DuckDB SQL: (computed from span rows, merged
+# over lookup rows of one trace, a `traces` row upserted with a row of the same trace). Fields:
+# {value} the span column, {by} the span column ordering an arg_min and {order} its summary column,
+# {cond} the condition as a FILTER clause, {type} the column's type, {name} the column.
+_SQL: Final = {
+    "min": ("min({value}){cond}", "min({name})", "least(traces.{name}, EXCLUDED.{name})"),  # NULLs ignored
+    "max": ("max({value}){cond}", "max({name})", "greatest(traces.{name}, EXCLUDED.{name})"),
+    "count": ("count(*){cond}", "sum({name})::BIGINT", "traces.{name} + EXCLUDED.{name}"),
+    "arg_min": (
+        "arg_min({value}, {by}){cond}",
+        "arg_min({name}, {order})",
+        "CASE WHEN EXCLUDED.{name} IS NOT NULL AND (traces.{order} IS NULL OR EXCLUDED.{order} < "
+        "traces.{order}) THEN EXCLUDED.{name} ELSE traces.{name} END",
+    ),
+    "set": (
+        "coalesce(list_distinct(list({value}){cond}), []::{type})",
+        "list_distinct(flatten(list({name})))",
+        "list_distinct(list_concat(traces.{name}, EXCLUDED.{name}))",
+    ),
+}
 
 
-def _from_spans(c: Column) -> str:
-    """A summary column computed from span rows."""
-    if c.kind == "count":
-        return f"count(*){_cond(c)}"
-    if c.kind == "arg_min":
-        return f"arg_min({c.value}, {summary.by_value(c)}){_cond(c)}"
-    if c.kind == "set":
-        return f"coalesce(list_distinct(list({c.value}){_cond(c)}), []::{summary.duckdb_type(c)})"
-    return f"{c.kind}({c.value}){_cond(c)}"
+def _sql(c: Column, form: int) -> str:
+    return _SQL[c.kind][form].format(
+        value=c.value,
+        by=summary.by_value(c) if c.by else None,
+        order=c.by,
+        cond="" if c.when is None else f" FILTER (WHERE {c.when.sql()})",
+        type=summary.duckdb_type(c),
+        name=c.name,
+    )
 
 
 def merged(name: str) -> str:
     """A summary column merged over the lookup rows of one trace (an aggregate)."""
-    c = summary.BY_NAME[name]
-    if c.kind == "count":
-        return f"sum({c.name})::BIGINT"
-    if c.kind == "arg_min":
-        return f"arg_min({c.name}, {c.by})"
-    if c.kind == "set":
-        return f"list_distinct(flatten(list({c.name})))"
-    return f"{c.kind}({c.name})"
-
-
-def _upserted(c: Column) -> str:
-    """A `traces` column merged with a row for the same trace (EXCLUDED) in an upsert."""
-    old, new = f"traces.{c.name}", f"EXCLUDED.{c.name}"
-    if c.kind == "count":
-        return f"{c.name} = {old} + {new}"
-    if c.kind == "arg_min":
-        earlier = f"{new} IS NOT NULL AND (traces.{c.by} IS NULL OR EXCLUDED.{c.by} < traces.{c.by})"
-        return f"{c.name} = CASE WHEN {earlier} THEN {new} ELSE {old} END"
-    if c.kind == "set":
-        return f"{c.name} = list_distinct(list_concat({old}, {new}))"
-    return f"{c.name} = {'least' if c.kind == 'min' else 'greatest'}({old}, {new})"  # NULLs ignored
+    return _sql(summary.BY_NAME[name], 1)
 
 
 # Small append-only tables beside the spans: POST /api/heartbeats, the alert history (one row per
@@ -112,7 +110,7 @@ DDL: Final = (
 # flattens; this form rebuilds parts from stored spans, e.g. for benchmarks and repairs).
 PART_INSERT: Final = (
     "\nINSERT INTO trace_parts\nSELECT trace_id,\n       "
-    + ",\n       ".join(_from_spans(c) for c in SUMMARY)
+    + ",\n       ".join(_sql(c, 0) for c in SUMMARY)
     + "\nFROM {batch}\nGROUP BY trace_id\n"
 )
 
@@ -132,7 +130,7 @@ ADD_TRACE_KEY: Final = (
 )
 
 # Fold every part into `traces` (run by the writer between commits, inside one transaction).
-_UPSERT: Final = ",\n    ".join(_upserted(c) for c in SUMMARY)
+_UPSERT: Final = ",\n    ".join(f"{c.name} = {_sql(c, 2)}" for c in SUMMARY)
 COMPACT: Final = f"""
 INSERT INTO traces ({", ".join(TRACE_COLUMNS)}, trace_key)
 SELECT {MERGED}, {TRACE_KEY} FROM trace_parts GROUP BY trace_id

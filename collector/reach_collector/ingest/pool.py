@@ -15,7 +15,6 @@ import pyarrow as pa
 
 from reach_collector.exposition.batch_stats import BatchStats
 from reach_collector.ingest.decode import PROTOBUF, decompress
-from reach_collector.ingest.priority import lower_this_thread
 from reach_collector.ingest.row_budget import flatten_within, out_of_memory
 from reach_collector.ingest.rows import SpanBatch
 
@@ -68,7 +67,6 @@ def _worker_init() -> None:
     # killed (-9): watch the parent instead, and leave with it.
     parent = os.getppid()
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
-    lower_this_thread()  # decoding gives way to the collector's threads answering queries
 
 
 def _exit_with_parent(parent: int) -> None:

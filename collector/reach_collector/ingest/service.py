@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -22,13 +21,11 @@ from reach_collector.ingest.decode import PROTOBUF, BodyError, UndecodableBody, 
 from reach_collector.ingest.evaluations import LogBatch, from_span_events
 from reach_collector.ingest.logs import decode_logs, rows_within
 from reach_collector.ingest.pool import decode_to_ipc, from_ipc
-from reach_collector.ingest.priority import lower_this_thread
 from reach_collector.ingest.rows import SpanBatch, flatten, merge_batches
 from reach_collector.ingest.split import split_request
 from reach_collector.ingest.writer import Writer
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 
 class DecoderUnavailable(Exception):
@@ -92,16 +89,6 @@ class IngestService:
             workers if workers is not None else int(getattr(pool, "_max_workers", 1) if pool else 0)
         )
         self.split_min_bytes = split_min_bytes
-        # Decoding threads of their own, at ingest's lower CPU priority (``ingest.priority``), not
-        # the event loop's default executor, which other work shares. Idle, they end with the service.
-        self._threads = ThreadPoolExecutor(
-            max_workers=min(32, (os.cpu_count() or 1) + 4),
-            thread_name_prefix="reach-collector-decode",
-            initializer=lower_this_thread,
-        )
-
-    async def _in_thread(self, call: Callable[..., _T], *args: Any) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(self._threads, call, *args)
 
     def fits(self, size: int) -> bool:
         """Whether ``size`` more request bytes would stay within the in-flight bound now."""
@@ -133,13 +120,13 @@ class IngestService:
         if media == PROTOBUF and fast.enabled():
             self.writer.decoding(1)  # the writer lingers for these rows to share a commit
             try:
-                batch = await self._in_thread(self._decode_fast, body, encoding)
+                batch = await asyncio.to_thread(self._decode_fast, body, encoding)
             finally:
                 self.writer.decoding(-1)
             if batch is not None:
                 return batch
         if self.pool is None:
-            return await self._in_thread(self.decode_http, body, media, encoding)
+            return await asyncio.to_thread(self.decode_http, body, media, encoding)
         loop = asyncio.get_running_loop()
         pieces = await self._pieces(body, media, encoding)
         self.writer.decoding(1)
@@ -179,7 +166,7 @@ class IngestService:
         plain = media == PROTOBUF and (encoding or "identity").strip().lower() == "identity"
         if idle > 1 and plain and self.split_min_bytes <= len(body) <= self.max_body_bytes:
             # Both walks are over the whole body: off the event loop.
-            pieces = await self._in_thread(self._split, body, idle)
+            pieces = await asyncio.to_thread(self._split, body, idle)
             if pieces:
                 self.stats.requests_split += 1
                 return pieces
@@ -295,7 +282,7 @@ class IngestService:
         """An OTLP/HTTP logs body → its evaluation rows, in a thread; raises ``BodyError``."""
         now_ns = int(self._clock() * 1e9)
         return self._count_logs(
-            await self._in_thread(
+            await asyncio.to_thread(
                 self._logs,
                 decode_logs,
                 body,

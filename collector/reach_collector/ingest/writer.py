@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from reach_collector.ingest.priority import lower_this_thread
 from reach_collector.store.base import WriteProfile
 
 log = logging.getLogger(__name__)
@@ -257,7 +256,6 @@ class Writer:
             return items
 
     def _run(self) -> None:
-        lower_this_thread()  # commits and checkpoints give way to the threads answering queries
         while True:
             items = self._take()
             if items is None:

@@ -58,16 +58,16 @@ class Test:
         text = str(int(lit)) if isinstance(lit, int) else "'" + str(lit).replace("'", "''") + "'"
         return f"{self.column} = {text}"
 
-    def predicate(self) -> Callable[[Sequence[Any]], bool]:
-        i = SPAN_NAMES.index(self.column)
-        lit = self.literal
+    def python(self) -> str:
+        """The test as a Python expression over a span row tuple named ``row``."""
+        cell = f"row[{SPAN_NAMES.index(self.column)}]"
         if self.op == "null":
-            return lambda row: row[i] is None
+            return f"{cell} is None"
         if self.op == "not_null":
-            return lambda row: row[i] is not None
+            return f"{cell} is not None"
         if self.op == "non_empty":
-            return lambda row: bool(row[i])
-        return lambda row: row[i] == lit
+            return f"bool({cell})"
+        return f"{cell} == {self.literal!r}"
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,8 @@ class Condition:
     def sql(self) -> str:
         return " AND ".join(f"({t.sql()})" if len(self.tests) > 1 else t.sql() for t in self.tests)
 
-    def predicate(self) -> Callable[[Sequence[Any]], bool]:
-        preds = [t.predicate() for t in self.tests]
-        if len(preds) == 1:
-            return preds[0]
-        return lambda row: all(p(row) for p in preds)
+    def python(self) -> str:
+        return " and ".join(f"({t.python()})" for t in self.tests)
 
 
 @dataclass(frozen=True)
@@ -191,26 +188,6 @@ PARTS_ARROW_SCHEMA: Final = pa.schema(
 
 
 # --- the Python fold ----------------------------------------------------------------------------
-# Per column: (kind, position of its span value, its condition, the arg_min columns it orders as
-# (slot, span value position)). An arg_min is set with the min that orders it, never on its own.
-_Fold = tuple[str, int, Callable[[Sequence[Any]], bool] | None, tuple[tuple[int, int], ...]]
-
-
-def _folds() -> tuple[_Fold, ...]:
-    out: list[_Fold] = []
-    for c in SUMMARY:
-        deps = tuple(
-            (slot, SPAN_NAMES.index(d.value or ""))
-            for slot, d in enumerate(SUMMARY)
-            if d.kind == "arg_min" and d.by == c.name
-        )
-        kind = "skip" if c.kind == "arg_min" else c.kind
-        pos = SPAN_NAMES.index(c.value) if c.value is not None else -1
-        out.append((kind, pos, None if c.when is None else c.when.predicate(), deps))
-    return tuple(out)
-
-
-_FOLDS: Final = _folds()
 _TID: Final = SPAN_NAMES.index("trace_id")
 
 
@@ -219,29 +196,54 @@ def new_part() -> list[Any]:
     return [0 if c.kind == "count" else set() if c.kind == "set" else None for c in SUMMARY]
 
 
-def fold(parts: dict[str, list[Any]], row: Sequence[Any]) -> None:
-    """Fold one span row into its trace's summary in ``parts`` (trace id → values in ``SUMMARY``
-    order; sets as Python sets). Of spans with the same least ``by``, the first folded wins."""
-    part = parts.get(row[_TID])
-    if part is None:
-        part = parts[row[_TID]] = new_part()
-    for slot, (kind, pos, when, deps) in enumerate(_FOLDS):
-        if when is not None and not when(row):
+def _fold_source() -> str:
+    """The fold's Python, written out from the declaration (a loop over the columns that decides
+    each one's kind per span costs four times as much): a column's step runs when its condition
+    holds; a NULL value counts for nothing, as in SQL; an arg_min is set by the min that orders it."""
+    lines = [
+        "def fold(parts, row):",
+        f"    part = parts.get(row[{_TID}])",
+        "    if part is None:",
+        f"        part = parts[row[{_TID}]] = new_part()",
+    ]
+    for slot, c in enumerate(SUMMARY):
+        if c.kind == "arg_min":
             continue
-        if kind == "count":
-            part[slot] += 1
-        elif kind == "skip":
-            continue
+        step: list[str]
+        if c.kind == "count":
+            step = [f"part[{slot}] += 1"]
         else:
-            value = row[pos]
-            if kind == "set":
-                part[slot].add(value)
-                continue
-            current = part[slot]
-            if current is None or (value < current if kind == "min" else value > current):
-                part[slot] = value
-                for dep, dep_pos in deps:
-                    part[dep] = row[dep_pos]
+            step = [f"v = row[{SPAN_NAMES.index(c.value or '')}]"]
+            if c.kind == "set":
+                step += ["if v is not None:", f"    part[{slot}].add(v)"]
+            else:
+                beats = "<" if c.kind == "min" else ">"
+                step += [f"if v is not None and (part[{slot}] is None or v {beats} part[{slot}]):"]
+                step += [f"    part[{slot}] = v"]
+                step += [
+                    f"    part[{dep}] = row[{SPAN_NAMES.index(d.value or '')}]"
+                    for dep, d in enumerate(SUMMARY)
+                    if d.kind == "arg_min" and d.by == c.name
+                ]
+        if c.when is not None:
+            lines.append(f"    if {c.when.python()}:")
+            lines += [f"        {line}" for line in step]
+        else:
+            lines += [f"    {line}" for line in step]
+    return "\n".join(lines) + "\n"
+
+
+def _compile_fold() -> Callable[[dict[str, list[Any]], Sequence[Any]], None]:
+    namespace: dict[str, Any] = {"new_part": new_part}
+    exec(compile(_fold_source(), f"<{__name__}.fold>", "exec"), namespace)  # our own text, above
+    made: Callable[[dict[str, list[Any]], Sequence[Any]], None] = namespace["fold"]
+    made.__doc__ = """Fold one span row into its trace's summary in ``parts`` (trace id → values in
+    ``SUMMARY`` order; sets as Python sets). Of spans with the same least ``by``, the first folded
+    wins."""
+    return made
+
+
+fold: Final = _compile_fold()
 
 
 def parts_table(parts: dict[str, list[Any]]) -> pa.Table:

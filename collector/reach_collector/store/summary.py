@@ -9,13 +9,18 @@ Each column of ``SUMMARY`` says how one span contributes to it (``kind`` over sp
 - ``count``: how many spans count (summaries add up);
 - ``set``: the distinct values (summaries unite; sorted in a part).
 
-From it come the DuckDB lookup tables and their fold and merge SQL (``store.schema``), the
-ClickHouse aggregate states (``store.clickhouse.schema.TRACE_AGGREGATES``), the decoder's Python
-fold (``fold``, here) and the order of the compiled decoder's parts (``ingest/_fastflat.c``, whose
-``_summary.h`` is generated from this by ``c_header``; a test checks it is current).
+From it come the DuckDB lookup tables and their fold, merge and upsert SQL (``store.schema``), the
+ClickHouse aggregate states (``store.clickhouse.schema.TRACE_AGGREGATES``) and the reading of
+their merge (``store.clickhouse.reads``), the decoder's Python fold (``fold``, written out here at
+import) and the compiled decoder's fold: ``_fastflat`` has one primitive fold per kind and one
+check per test, and folds by the declaration it is configured with (``compiled``), so a new column
+of these kinds needs nothing there. tests/clickhouse/test_trace_summary.py checks that all of them
+give the same summaries.
 
-Conditions are conjunctions of ``Test`` atoms, read the same in SQL (NULL counts as false) and in
-Python over a span row (``store.schema.SPAN_COLUMNS`` order).
+Conditions are conjunctions of ``Test`` atoms, read the same in SQL (NULL counts as false), in
+Python over a span row (``store.span_columns.SPAN_COLUMNS`` order) and in the compiled decoder.
+A store that computes the summaries itself (ClickHouse's materialized view) says so in its
+``WriteProfile.computes_summary``; the decoders then build no parts for it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,17 @@ import pyarrow as pa
 from reach_collector.store.span_columns import SPAN_COLUMNS, SPAN_NAMES
 from reach_otel import semconv as sc
 
-__all__ = ["SUMMARY", "SUMMARY_NAMES", "Column", "Condition", "Test", "fold", "new_part"]
+__all__ = [
+    "SUMMARY",
+    "SUMMARY_NAMES",
+    "Column",
+    "Condition",
+    "Test",
+    "compiled",
+    "fold",
+    "new_part",
+    "parts_table",
+]
 
 Kind = Literal["min", "max", "arg_min", "count", "set"]
 Op = Literal["null", "not_null", "eq", "non_empty"]

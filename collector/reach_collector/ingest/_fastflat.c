@@ -19,8 +19,8 @@
  * it matches against, the duration buckets and the summary's columns (from reach_otel.semconv,
  * batch_stats and store.summary, so they live in one place); flatten(body, parts=True) then returns
  * None or (rows, columns, folds, rejected, reason codes) — see fast.py for the shapes; without
- * ``parts`` the parts are not folded (a store that computes them itself). cost(body) is the request's cost from a walk of tags and lengths (see
- * tally).
+ * ``parts`` the parts are not folded (a store that computes them itself). cost(body) is the
+ * request's cost from a walk of tags and lengths (see tally).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -2275,8 +2275,8 @@ static int read_summary(PyObject *seq, Config *c) {
     for (int i = 0; i < c->nsum; i++) {
         SumCol *sc = &c->sum[i];
         PyObject *tests;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "iiiO!", &sc->kind, &sc->value, &sc->by, &PyTuple_Type, &tests))
-            return -1;
+        PyObject *spec = PyTuple_GET_ITEM(seq, i);
+        if (!PyArg_ParseTuple(spec, "iiiO!", &sc->kind, &sc->value, &sc->by, &PyTuple_Type, &tests)) return -1;
         int counted = sc->kind == SK_COUNT;
         int bad = sc->kind < 0 || sc->kind >= N_SUM_KINDS || PyTuple_GET_SIZE(tests) > MAX_TESTS ||
                   (counted ? sc->value != -1 : sc->value < 0 || sc->value >= N_COLS);

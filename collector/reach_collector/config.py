@@ -36,6 +36,7 @@ from reach_collector.config_values import parse_duration as parse_duration  # re
 from reach_collector.limits import ServerLimits
 from reach_collector.sections import NAMES as SECTION_NAMES
 from reach_collector.sections import Sections
+from reach_collector.text.clickhouse_url import URLError, is_clickhouse_url, parse_clickhouse_url
 
 DEFAULT_DB: Final = "./reach-data/traces.duckdb"
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024
@@ -125,8 +126,6 @@ def parse_memory_limit(value: Any, key: str = "memory_limit") -> str:
 def database(value: Any) -> str:
     """``storage.db``: a DuckDB path, or a ``clickhouse://`` URL that can be used (an error never
     shows the password); null is the default path."""
-    from reach_collector.store.clickhouse.url import URLError, is_clickhouse_url, parse_clickhouse_url
-
     db = text_or_none(value) or DEFAULT_DB
     if is_clickhouse_url(db):
         try:

@@ -75,9 +75,9 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> None:
     from reach_collector.ingest import fast
     from reach_collector.ingest.pool import default_workers, start_pool
     from reach_collector.store.clickhouse.driver import StoreError
-    from reach_collector.store.clickhouse.url import URLError
     from reach_collector.store.open import describe_store, open_store
     from reach_collector.store.unavailable import StoreUnavailable
+    from reach_collector.text.clickhouse_url import URLError
 
     reason = check_bind(settings)
     if reason:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from reach_collector.config import Settings
 from reach_collector.store.base import TraceStore
-from reach_collector.store.clickhouse.url import is_clickhouse_url, parse_clickhouse_url
 from reach_collector.store.duckdb_store import MEMORY, DuckDBStore
+from reach_collector.text.clickhouse_url import is_clickhouse_url, parse_clickhouse_url
 
 __all__ = ["describe_store", "open_store"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reach_collector.store.clickhouse.url import (
+from reach_collector.text.clickhouse_url import (
     ClickHouseURL,
     URLError,
     is_clickhouse_url,

@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Final, Protocol
 
 from reach_collector.store.clickhouse.native import NativeBlock
-from reach_collector.store.clickhouse.url import ClickHouseURL
 from reach_collector.store.unavailable import StoreUnavailable
+from reach_collector.text.clickhouse_url import ClickHouseURL
 
 __all__ = ["Backend", "DriverBackend", "transient"]
 

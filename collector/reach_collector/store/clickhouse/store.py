@@ -34,7 +34,7 @@ from reach_collector.store.clickhouse.schema import (
     SPAN_TYPES,
     Layout,
 )
-from reach_collector.store.clickhouse.url import ClickHouseURL, parse_clickhouse_url
+from reach_collector.text.clickhouse_url import ClickHouseURL, parse_clickhouse_url
 
 __all__ = ["ClickHouseStore"]
 

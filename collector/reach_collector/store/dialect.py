@@ -37,6 +37,11 @@ def _levels(levels: Sequence[float]) -> str:
     return "[" + ", ".join(repr(float(q)) for q in levels) + "]"
 
 
+def json_path(key: str) -> str:
+    """A DuckDB JSON path selecting one top-level key verbatim (attribute keys contain dots)."""
+    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 # A named subquery: (name, SQL that may name earlier ones as {name}, its own parameters in order).
 Named = tuple[str, str, Sequence[Any]]
 _REF: Final = re.compile(r"\{(\w+)\}")
@@ -157,9 +162,7 @@ class _DuckDB:
         return f"list_contains({column}, ?)"
 
     def attr(self, column: str, key: str) -> tuple[str, list[Any]]:
-        # a JSON path selecting one top-level key verbatim (attribute keys contain dots)
-        path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        return f"json_extract_string({_JSON_COLUMNS[column]}, ?)", [path]
+        return f"json_extract_string({_JSON_COLUMNS[column]}, ?)", [json_path(key)]
 
     def attr_json(self, column: str, key: str) -> tuple[str, list[Any]]:
         # a JSON null is no value, as on ClickHouse (whose key/value arrays leave such keys out)

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from reach_collector.store import span_rows
 from reach_collector.store.base import TraceFilter, WriteProfile
+from reach_collector.store.dialect import json_path as _json_path  # noqa: F401 (read from here too)
 from reach_collector.store.duckdb_search import search_sql, summary_rows
 from reach_collector.store.schema import (
     ADD_TRACE_KEY,

@@ -106,3 +106,63 @@ def test_no_router_command_or_exposition_writes_sql() -> None:
         if sql.search(path.read_text())
     ]
     assert writers == []
+
+
+# -- the rooms and their arrows (the README's "Repository layout" lists them) ---------------------
+SETTINGS = {"config", "config_values", "limits", "sections"}
+WIRING = {"app", "server", "connections", "retention", "alert_loop"}
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _room(module: str) -> str:
+    """The room of a module: its folder under the package, ``settings`` for the configuration's
+    modules, ``wiring`` for the ones that start and connect the rest (``__main__`` is the CLI's)."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "wiring"
+    if top in SETTINGS:
+        return "settings"
+    if top in WIRING or top == "reach_collector":
+        return "wiring"
+    return "cli" if top == "__main__" else top
+
+
+def _arrows() -> dict[str, set[str]]:
+    rooms: dict[str, set[str]] = {_room(m): set() for m in _modules()}
+    for name, targets in _graph().items():
+        rooms[_room(name)].update(_room(t) for t in targets if _room(t) != _room(name))
+    return rooms
+
+
+def _documented() -> dict[str, set[str]]:
+    """The README's block of arrows: one line a room, ``room → what it imports`` (``—``: nothing)."""
+    text = README.read_text()
+    block = text[text.index("<!-- rooms -->") : text.index("<!-- /rooms -->")]
+    found = {}
+    for line in block.splitlines():
+        if "→" in line:
+            room, _, targets = line.strip().partition("→")
+            found[room.strip()] = {t.strip() for t in targets.split(",") if t.strip() not in ("", "—")}
+    return found
+
+
+def test_every_import_of_the_collector_leads_to_a_module() -> None:
+    """An import graph of the collector is whole: every ``reach_collector`` import names a module
+    (or a name in one) that exists, so no room looks as if it imported nothing."""
+    modules = _modules()
+    missing = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                wanted = [node.module]
+            elif isinstance(node, ast.Import):
+                wanted = [a.name for a in node.names]
+            else:
+                continue
+            missing += [(name, w) for w in wanted if w.startswith("reach_collector") and w not in modules]
+    assert missing == []
+
+
+def test_the_rooms_arrows_go_one_way_and_are_the_readme_s() -> None:
+    arrows = _arrows()
+    assert _cycles(arrows) == [], arrows
+    assert _documented() == arrows

@@ -36,9 +36,9 @@ from reach_collector.api.oncall import oncall_router
 from reach_collector.api.tempo import tempo_router
 from reach_collector.api.topology import topology_router
 from reach_collector.config import Settings
-from reach_collector.exposition.batch_stats import BatchStats
 from reach_collector.exposition.evaluations import EvaluationSeries
 from reach_collector.exposition.registry import Exposition, metrics_endpoint
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.pool import workers_rss_bytes
 from reach_collector.ingest.service import IngestService
 from reach_collector.ingest.writer import Writer

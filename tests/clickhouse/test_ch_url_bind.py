@@ -8,7 +8,7 @@ import pytest
 from ch_server import ClickHouseServer
 
 from reach_collector.store.clickhouse.bind import bind
-from reach_collector.store.clickhouse.url import (
+from reach_collector.text.clickhouse_url import (
     PASSWORD_ENV,
     URLError,
     is_clickhouse_url,

@@ -24,8 +24,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from reach_collector.api.tempo_otlp import set_any
-from reach_collector.exposition.batch_stats import BatchStats
 from reach_collector.ingest import fast
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.decode import PROTOBUF, UndecodableBody, parse_for_rows
 from reach_collector.ingest.rows import SpanBatch, flatten
 from reach_otel import semconv as sc

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from reach_collector.exposition.batch_stats import add_sat
 from reach_collector.ingest import fast
+from reach_collector.ingest.batch_stats import add_sat
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.rows import flatten
 from reach_otel import semconv as sc

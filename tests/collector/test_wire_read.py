@@ -13,8 +13,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from reach_collector.api.tempo_otlp import set_any
-from reach_collector.exposition.batch_stats import stats_of
 from reach_collector.ingest import wire
+from reach_collector.ingest.batch_stats import stats_of
 from reach_collector.ingest.decode import PROTOBUF, UndecodableBody, parse, parse_for_rows
 from reach_collector.ingest.rows import flatten
 

@@ -13,8 +13,8 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from reach_collector.exposition._prom import Bounded, Hist, histogram_family
-from reach_collector.exposition.batch_stats import DURATION_BUCKETS, BatchStats
 from reach_collector.exposition.llm_owners import LLMOwners, Owned
+from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats
 from reach_collector.query.pricing import PriceTable
 from reach_otel import semconv as sc
 

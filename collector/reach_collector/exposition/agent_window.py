@@ -14,7 +14,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from reach_collector.exposition._prom import OTHER, Bounded
-from reach_collector.exposition.batch_stats import BatchStats
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.query import metrics
 from reach_collector.query.heartbeats import last_heartbeats, last_posted
 from reach_collector.store.base import TraceStore

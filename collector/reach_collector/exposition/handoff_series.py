@@ -16,9 +16,9 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from reach_collector.exposition._prom import OTHER, UNKNOWN, Bounded, Hist, histogram_family
-from reach_collector.exposition.batch_stats import BatchStats
 from reach_collector.exposition.handoff_counts import HandoffCounts, Outcome
 from reach_collector.exposition.service_graph import ServiceGraph
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_otel import handoff_state
 from reach_otel import semconv as sc
 

@@ -35,9 +35,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reach_collector.exposition.batch_stats import DURATION_BUCKETS
 from reach_collector.exposition.lookups import Lookups
 from reach_collector.exposition.pending import PendingSpans, Waiter
+from reach_collector.ingest.batch_stats import DURATION_BUCKETS
 from reach_collector.query.owners import WALK_COLUMNS, Key, SpanBatch, np_bool, spans_table, walk_up
 from reach_collector.query.trace_rows import rows_of_traces
 from reach_collector.store.base import TraceStore

@@ -30,12 +30,12 @@ from reach_collector.exposition._prom import OTHER, UNKNOWN, Bounded
 from reach_collector.exposition.agent_calls import AgentCalls
 from reach_collector.exposition.agent_window import AgentWindow
 from reach_collector.exposition.alert_state import AlertState
-from reach_collector.exposition.batch_stats import DURATION_BUCKETS, BatchStats, stats_of
 from reach_collector.exposition.collector_health import CollectorHealth
 from reach_collector.exposition.handoff_counts import HandoffCounts
 from reach_collector.exposition.handoff_series import HOP_BUCKETS, HandoffSeries
 from reach_collector.exposition.llm_owners import LLMOwners
 from reach_collector.exposition.lookups import LookupWorker
+from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats, stats_of
 from reach_collector.store.base import TraceStore
 
 __all__ = ["DURATION_BUCKETS", "HOP_BUCKETS", "OTHER", "UNKNOWN", "Exposition", "metrics_endpoint"]

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from reach_collector.exposition.batch_stats import DURATION_BUCKETS, BatchStats
+from reach_collector.ingest.batch_stats import DURATION_BUCKETS, BatchStats
 from reach_collector.ingest.decode import PROTOBUF, parse_for_rows
 from reach_collector.ingest.normalize import (
     _OPENINFERENCE_KINDS,

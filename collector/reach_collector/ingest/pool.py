@@ -13,7 +13,7 @@ from typing import Final
 
 import pyarrow as pa
 
-from reach_collector.exposition.batch_stats import BatchStats
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.decode import PROTOBUF, decompress
 from reach_collector.ingest.row_budget import flatten_within, out_of_memory
 from reach_collector.ingest.rows import SpanBatch

@@ -13,7 +13,7 @@ from typing import Any, Final
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from reach_collector.exposition.batch_stats import BatchStats
+from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.normalize import EXCEPTION_EVENT, EXCEPTION_TYPE, promote
 from reach_collector.ingest.wire import attributes, from_message
 from reach_collector.store.schema import ARROW_SCHEMA, SPAN_NAMES

@@ -93,7 +93,7 @@ def test_an_acknowledged_evaluation_survives_kill_9(tmp_path: Path) -> None:
                     {
                         "logRecords": [
                             {
-                                "timeUnixNano": str(now + 2 * 10**9),
+                                "timeUnixNano": str(now),  # before the feedback, received later
                                 "eventName": sc.GEN_AI_EVALUATION_RESULT,
                                 "traceId": trace_id,
                                 "spanId": span_id,

@@ -140,7 +140,7 @@ def create_app(
     app = FastAPI(
         title="reach-otel collector", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
     )
-    evaluation_series = EvaluationSeries()
+    evaluation_series = EvaluationSeries(lookups=exposition.lookups)  # its lookups off the ack path
     exposition.registry.register(evaluation_series)
     app.state.settings = settings
     app.state.store = store

@@ -279,3 +279,51 @@ def test_a_scrape_waits_only_for_the_lookups_queued_before_it(worker: LookupWork
     assert not worker.drain(0.05)
     second.set()
     assert worker.drain(5)
+
+
+# --- evaluations: their agent lookup is off the acknowledgement path too -------------------------
+def _evaluations(url: str) -> dict[tuple[str, str, str], float]:
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return {
+        (s.labels["agent"], s.labels["evaluation"], s.labels["label"]): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "reach_evaluations_total"
+    }
+
+
+def test_an_evaluation_is_acknowledged_without_waiting_for_its_agent_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reach_collector.exposition import evaluations
+
+    slow = Held(evaluations.owners_of, delay_s=SLOW_S)
+    monkeypatch.setattr(evaluations, "owners_of", slow)
+    db = tmp_path / "traces.duckdb"
+    store = DuckDBStore(db)
+    app = create_app(replace(Settings(db=str(db)), retention_s=0), store=store, alert_loop=False)
+    trace = bytes.fromhex(new_trace_id())
+    start = time.time_ns() - 5 * S
+    agent = {sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: "Billing"}
+    try:
+        with ServerThread(app) as server:
+            body = _otlp(trace, [(start, start + S, agent)])
+            posted = httpx.post(
+                server.url + "/v1/traces", content=body, headers={"content-type": "application/x-protobuf"}
+            )
+            assert posted.status_code == 200
+            began = time.perf_counter()
+            verdict = {"trace_id": trace.hex(), "label": "good"}
+            answer = httpx.post(server.url + "/api/feedback", json=verdict, timeout=10)
+            acknowledged = time.perf_counter() - began
+            assert answer.status_code == 202
+            assert slow.started.wait(5)
+            assert acknowledged < SLOW_S / 2, f"acknowledged after {acknowledged:.3f}s"
+            assert not slow.finished.is_set()  # stored and answered while the lookup still ran
+            # A scrape waits for the lookups queued before it: the verdict is counted, once, under
+            # the agent of the trace's root span.
+            assert _evaluations(server.url) == {("Billing", "user_feedback", "good"): 1.0}
+            assert _evaluations(server.url) == {("Billing", "user_feedback", "good"): 1.0}
+        assert slow.calls == 1
+    finally:
+        store.close()

@@ -8,7 +8,10 @@
   ``rejected`` (an evaluation that names none), ``dropped`` (not an evaluation: never stored).
 
 Counted once each, when committed (every collector counts what it stored: ``sum()`` over several
-gives the totals). Label values are bounded as the other series' are.
+gives the totals). Label values are bounded as the other series' are. The lookup of the evaluated
+spans' agents runs on the exposition's lookup worker (``lookups``), never before the commit is
+acknowledged; a scrape waits for the lookups queued before it. When the worker's queue is full the
+evaluations are counted at once under ``unknown``: counted once, never lost.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from reach_collector.exposition._prom import Bounded, Hist, histogram_family
+from reach_collector.exposition.lookups import Inline, Lookups
 from reach_collector.ingest.evaluations import LogBatch
 from reach_collector.query.evaluations import LOOKBACK_NS, owners_of
 
@@ -34,9 +38,12 @@ _OUTCOMES: Final = ("evaluation", "rejected", "dropped")
 
 
 class EvaluationSeries(Collector):
-    """Thread-safe: the writer thread observes, scrapes read."""
+    """Thread-safe: the writer thread observes, the lookup worker counts, scrapes read.
+    ``lookups``: where the agent lookups run (default: at once, on the observing thread)."""
 
-    def __init__(self, max_values: int = 100) -> None:
+    def __init__(
+        self, max_values: int = 100, lookups: Lookups | None = None, scrape_wait_s: float = 5.0
+    ) -> None:
         self._lock = threading.Lock()
         self._agent = Bounded(max_values)
         self._name = Bounded(max_values)
@@ -44,6 +51,8 @@ class EvaluationSeries(Collector):
         self._counts: dict[tuple[str, str, str], int] = {}
         self._scores: dict[tuple[str, str], Hist] = {}
         self._records = dict.fromkeys(_OUTCOMES, 0)
+        self._lookups: Lookups = lookups if lookups is not None else Inline()
+        self._wait = scrape_wait_s
 
     def observe_logs(self, batch: LogBatch) -> None:
         """One decoded logs request (before its rows are stored: a record dropped is counted even
@@ -54,14 +63,22 @@ class EvaluationSeries(Collector):
             self._records["dropped"] += batch.dropped
 
     def observe(self, store: Any, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Evaluation rows just stored (store.schema column order); their spans are looked up in
-        ``store`` (one bounded query per batch)."""
+        """Evaluation rows just stored (store.schema column order): their spans' agents are looked
+        up in ``store`` (one bounded query per batch) on the lookup worker, then they are counted."""
+        rows = list(rows)
+        if not self._lookups.submit(lambda: self._count(rows, self._owners(store, rows))):
+            self._count(rows, [None] * len(rows))  # the queue is full: counted now, agent unknown
+
+    @staticmethod
+    def _owners(store: Any, rows: Sequence[tuple[Any, ...]]) -> list[str | None]:
         keys = [(row[1], row[2], row[3]) for row in rows]
         oldest = min(row[0] for row in rows)
-        landed = owners_of(store, keys, oldest - LOOKBACK_NS)
+        return [where.agent for where in owners_of(store, keys, oldest - LOOKBACK_NS)]
+
+    def _count(self, rows: Sequence[tuple[Any, ...]], agents: Sequence[str | None]) -> None:
         with self._lock:
-            for row, where in zip(rows, landed, strict=True):
-                agent, name, label = self._agent(where.agent), self._name(row[4]), self._label(row[6])
+            for row, owner in zip(rows, agents, strict=True):
+                agent, name, label = self._agent(owner), self._name(row[4]), self._label(row[6])
                 key = (agent, name, label)
                 self._counts[key] = self._counts.get(key, 0) + 1
                 if row[5] is not None:
@@ -71,6 +88,7 @@ class EvaluationSeries(Collector):
                     hist.observe(_BOUNDS, float(row[5]))
 
     def collect(self) -> Iterator[Metric]:
+        self._lookups.drain(self._wait)  # what was stored before the scrape began is counted in it
         with self._lock:
             counts = dict(self._counts)
             scores = {k: _copy(h) for k, h in self._scores.items()}

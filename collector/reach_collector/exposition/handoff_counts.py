@@ -25,15 +25,13 @@ order) — the first one seen decides.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reach_collector.exposition.lookups import Lookups
-from reach_collector.exposition.pending import PendingSpans, Waiter
+from reach_collector.exposition.pending import Awaiting, Waiter
 from reach_collector.query.handoff_outcome import NO_OUTCOME, from_target, is_recorded, next_run
 from reach_collector.query.trace_rows import rows_of_traces
 from reach_collector.store.base import TraceStore
@@ -71,32 +69,13 @@ class _Pending(Waiter):
         return (self.source, self.target, from_target(code), self.mode, True, self.seconds)
 
 
-class HandoffCounts:
-    """Thread-safe: the writer thread calls ``observe``; scrapes call ``expire``. Store lookups run
-    on ``lookups`` (at once without one); what they settle is returned by the next call."""
+class HandoffCounts(Awaiting[_Pending, Outcome]):
+    """Handoffs without a recorded outcome, each waiting for its target's next run (``Awaiting``)."""
 
-    def __init__(
-        self,
-        store: TraceStore | None,
-        clock: Callable[[], float] = time.time,
-        *,
-        timeout_s: float = 600.0,
-        max_pending: int = 100_000,
-        lookups: Lookups | None = None,
-    ) -> None:
-        self._clock = clock
-        self._waits: PendingSpans[_Pending, Outcome] = PendingSpans(
-            store,
-            _query,
-            timeout_s=timeout_s,
-            max_pending=max_pending,
-            lookups=lookups,
-            what="handoff target",
-        )
+    what = "handoff target"
 
-    @property
-    def pending(self) -> int:
-        return self._waits.live
+    def _query(self, store: TraceStore, handoffs: Sequence[_Pending]) -> dict[int, Any]:
+        return _query(store, handoffs)
 
     def observe(self, table: pa.Table) -> list[Outcome]:
         """One committed batch (store.schema columns): the handoffs whose outcome is now known."""

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reach_collector.exposition.lookups import Lookups
-from reach_collector.exposition.pending import PendingSpans, Waiter
+from reach_collector.exposition.pending import Awaiting, Waiter
 from reach_collector.ingest.batch_stats import DURATION_BUCKETS
 from reach_collector.query.owners import WALK_COLUMNS, Key, SpanBatch, np_bool, spans_table, walk_up
 from reach_collector.query.trace_rows import rows_of_traces
@@ -84,9 +84,11 @@ class _Pending(Waiter):
         self.looked = False
 
 
-class LLMOwners:
-    """Thread-safe: the writer thread calls ``observe``; scrapes call ``expire``. Store lookups run
-    on ``lookups`` (at once without one); what they settle is returned by the next call."""
+class LLMOwners(Awaiting[_Pending, Owned]):
+    """LLM calls without an agent attribute, each waiting for its agent ancestor (``Awaiting``);
+    one held past ``lookup_after_s`` is looked up in the store."""
+
+    what = "LLM owner"
 
     def __init__(
         self,
@@ -98,22 +100,10 @@ class LLMOwners:
         max_pending: int = 100_000,
         lookups: Lookups | None = None,
     ) -> None:
-        self._clock = clock
+        super().__init__(store, clock, timeout_s=timeout_s, max_pending=max_pending, lookups=lookups)
         self._lookup_after = lookup_after_s
-        self._waits: PendingSpans[_Pending, Owned] = PendingSpans(
-            store,
-            self._query,
-            timeout_s=timeout_s,
-            max_pending=max_pending,
-            lookups=lookups,
-            what="LLM owner",
-        )
         self._moved: deque[_Pending] = deque()  # (re)keying order: lookup candidates
         self._last_lookup = float("-inf")
-
-    @property
-    def pending(self) -> int:
-        return self._waits.live
 
     def observe(self, table: pa.Table) -> list[Owned]:
         """One committed batch (store.schema columns): the LLM calls without an agent attribute

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from reach_collector.exposition.lookups import Inline, Lookups
 from reach_collector.store.base import TraceStore
 
-__all__ = ["PendingSpans", "Waiter"]
+__all__ = ["Awaiting", "PendingSpans", "Waiter"]
 
 log = logging.getLogger(__name__)
 
@@ -165,3 +166,33 @@ class PendingSpans(Generic[W, R]):
         except Exception:  # a failed query finds nothing: /metrics must never stop ingest or a scrape
             log.exception("%s lookup failed", self._what)
             return {}
+
+
+class Awaiting(Generic[W, R]):
+    """A kind of span that waits for another, over one ``PendingSpans`` (``_waits``). Thread-safe:
+    the writer thread calls ``observe``; scrapes call ``expire``. Store lookups run on ``lookups``
+    (at once without one); what they settle is returned by the next call. A subclass names what
+    it waits for (``what``) and how the store is asked (``_query``)."""
+
+    what: ClassVar[str]
+
+    def __init__(
+        self,
+        store: TraceStore | None,
+        clock: Callable[[], float] = time.time,
+        *,
+        timeout_s: float = 600.0,
+        max_pending: int = 100_000,
+        lookups: Lookups | None = None,
+    ) -> None:
+        self._clock = clock
+        self._waits: PendingSpans[W, R] = PendingSpans(
+            store, self._query, timeout_s=timeout_s, max_pending=max_pending, lookups=lookups, what=self.what
+        )
+
+    def _query(self, store: TraceStore, waiters: Sequence[W]) -> dict[int, Any]:
+        raise NotImplementedError
+
+    @property
+    def pending(self) -> int:
+        return self._waits.live

@@ -36,7 +36,6 @@ from reach_collector.api.oncall import oncall_router
 from reach_collector.api.tempo import tempo_router
 from reach_collector.api.topology import topology_router
 from reach_collector.config import Settings
-from reach_collector.exposition.evaluations import EvaluationSeries
 from reach_collector.exposition.registry import Exposition, metrics_endpoint
 from reach_collector.ingest.batch_stats import BatchStats
 from reach_collector.ingest.pool import workers_rss_bytes
@@ -140,8 +139,6 @@ def create_app(
     app = FastAPI(
         title="reach-otel collector", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
     )
-    evaluation_series = EvaluationSeries(lookups=exposition.lookups)  # its lookups off the ack path
-    exposition.registry.register(evaluation_series)
     app.state.settings = settings
     app.state.store = store
     app.state.writer = writer
@@ -153,8 +150,8 @@ def create_app(
         on_received=exposition.spans_received,
         max_row_bytes=settings.max_row_bytes,
         max_inflight_bytes=settings.limits.max_inflight_bytes,
-        on_logs=evaluation_series.observe_logs,
-        on_evaluations=evaluation_series.observe,
+        on_logs=exposition.evaluations.observe_logs,
+        on_evaluations=exposition.evaluations.observe,
         clock=clock,
     )
     app.state.retention = retention

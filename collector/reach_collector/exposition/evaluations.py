@@ -39,11 +39,9 @@ _OUTCOMES: Final = ("evaluation", "rejected", "dropped")
 
 class EvaluationSeries(Collector):
     """Thread-safe: the writer thread observes, the lookup worker counts, scrapes read.
-    ``lookups``: where the agent lookups run (default: at once, on the observing thread)."""
+    ``lookups``: where the agent lookups run (at once, on the observing thread, without one)."""
 
-    def __init__(
-        self, max_values: int = 100, lookups: Lookups | None = None, scrape_wait_s: float = 5.0
-    ) -> None:
+    def __init__(self, lookups: Lookups | None, scrape_wait_s: float, max_values: int = 100) -> None:
         self._lock = threading.Lock()
         self._agent = Bounded(max_values)
         self._name = Bounded(max_values)

@@ -74,9 +74,6 @@ class HandoffCounts(Awaiting[_Pending, Outcome]):
 
     what = "handoff target"
 
-    def _query(self, store: TraceStore, handoffs: Sequence[_Pending]) -> dict[int, Any]:
-        return _query(store, handoffs)
-
     def observe(self, table: pa.Table) -> list[Outcome]:
         """One committed batch (store.schema columns): the handoffs whose outcome is now known."""
         out: list[Outcome] = []
@@ -150,25 +147,25 @@ class HandoffCounts(Awaiting[_Pending, Outcome]):
                     out.append(self._waits.take(p).settle(code))
         return out
 
-
-def _query(store: TraceStore, handoffs: Sequence[_Pending]) -> dict[int, int]:
-    """Index → status code of each handoff whose target has run: the targets' agent spans of those
-    traces read plainly (every such span ends after the earliest handoff start, so the store skips
-    older rows), the next run picked by the rule's own ``next_run``."""
-    traces = sorted({p.trace for p in handoffs})
-    runs: dict[tuple[str, str], list[tuple[int, str, int]]] = {}
-    since = min(p.start for p in handoffs)
-    found = rows_of_traces(store, _AGENT_COLUMNS, traces, ended_since_ns=since, operation=sc.OP_AGENT)
-    for trace, agent, start, span_id, code in found:
-        runs.setdefault((trace, agent), []).append((int(start), span_id, int(code)))
-    for spans in runs.values():
-        spans.sort()
-    out = {}
-    for i, p in enumerate(handoffs):
-        code = next_run(p.start, runs.get((p.trace, p.target), []))
-        if code is not None:
-            out[i] = int(code)
-    return out
+    # --- on the lookup worker -------------------------------------------------------------------
+    def _query(self, store: TraceStore, handoffs: Sequence[_Pending]) -> dict[int, Any]:
+        """Index → status code of each handoff whose target has run: the targets' agent spans of those
+        traces read plainly (every such span ends after the earliest handoff start, so the store skips
+        older rows), the next run picked by the rule's own ``next_run``."""
+        traces = sorted({p.trace for p in handoffs})
+        runs: dict[tuple[str, str], list[tuple[int, str, int]]] = {}
+        since = min(p.start for p in handoffs)
+        found = rows_of_traces(store, _AGENT_COLUMNS, traces, ended_since_ns=since, operation=sc.OP_AGENT)
+        for trace, agent, start, span_id, code in found:
+            runs.setdefault((trace, agent), []).append((int(start), span_id, int(code)))
+        for spans in runs.values():
+            spans.sort()
+        out = {}
+        for i, p in enumerate(handoffs):
+            code = next_run(p.start, runs.get((p.trace, p.target), []))
+            if code is not None:
+                out[i] = int(code)
+        return out
 
 
 def _transitions(attributes: str | None) -> Any:

@@ -8,6 +8,7 @@ composes small collectors on it, as prometheus_client composes its own —
 - ``agent_window``: per-agent window gauges and heartbeats, computed at scrape;
 - ``alert_state``: alert state and latency thresholds, set by the alerting engine;
 - ``collector_health``: spans received, rejected, queued and stored, commit latency and memory;
+- ``evaluations``: evaluations stored, by the agent of their span, and the log records received;
 
 plus the process's own ``process_*``. Counters are folded in per committed batch (``observe_commit``,
 from the stats the decoder folded, so the writer pays per group, not per span). The store lookups
@@ -31,6 +32,7 @@ from reach_collector.exposition.agent_calls import AgentCalls
 from reach_collector.exposition.agent_window import AgentWindow
 from reach_collector.exposition.alert_state import AlertState
 from reach_collector.exposition.collector_health import CollectorHealth
+from reach_collector.exposition.evaluations import EvaluationSeries
 from reach_collector.exposition.handoff_counts import HandoffCounts
 from reach_collector.exposition.handoff_series import HOP_BUCKETS, HandoffSeries
 from reach_collector.exposition.llm_owners import LLMOwners
@@ -83,6 +85,10 @@ class Exposition:
             self.registry.register(collector)
         # process_resident_memory_bytes & co. of the collector's own process (Linux /proc).
         ProcessCollector(registry=self.registry)
+        # Evaluations (OTLP logs, feedback): counted when committed, their agents looked up on the
+        # same worker (ingest.service calls observe_logs and observe).
+        self.evaluations = EvaluationSeries(self.lookups, scrape_wait_s)
+        self.registry.register(self.evaluations)
         # The owners' setters, as they were on one object.
         self.record_heartbeat = self.window.record_heartbeat
         self.set_alert_state = self.alerts.set_alert_state

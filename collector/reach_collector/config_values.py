@@ -35,6 +35,7 @@ __all__ = [
     "between",
     "config_error",
     "count",
+    "did_you_mean",
     "duration",
     "flag",
     "invalid_all",
@@ -62,6 +63,7 @@ __all__ = [
 
 T = TypeVar("T")
 S = TypeVar("S", bound="Section")
+N = TypeVar("N", bound="Named")
 
 
 class ConfigError(ValueError):
@@ -245,12 +247,16 @@ def zone(value: Any) -> str:
     return value
 
 
+def did_you_mean(given: str, known: Iterable[str]) -> str:
+    """``; did you mean X?`` with the known name nearest ``given``, or nothing when none is near."""
+    close = difflib.get_close_matches(given, list(known), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def unknown_key(name: str, known: Iterable[str]) -> str:
     """The reason an unknown key is refused: what is known, and the near name if there is one."""
     known = sorted(known)
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    return f"unknown key (expected one of {', '.join(known)}){hint}"
+    return f"unknown key (expected one of {', '.join(known)}){did_you_mean(name, known)}"
 
 
 # --- keyed forms, for values read outside the tree -------------------------------------------------
@@ -296,6 +302,14 @@ class Named(Section):
     """A section under a mapping of them whose key is its ``name`` (a user, a policy, a rule)."""
 
     from_key = frozenset({"name"})
+
+    @classmethod
+    def under(cls: type[N], key: str, spec: Mapping[str, Any]) -> N:
+        """The entry ``spec`` under ``key``, read with ``key`` as its name (a ``name:`` of its own
+        is refused as the unknown key it is)."""
+        if "name" in spec:
+            raise Invalid(unknown_key("name", (section_keys(cls) | cls.other_keys) - cls.from_key), at="name")
+        return validate_here(cls, {**spec, "name": key})
 
 
 def section_keys(cls: type[Section]) -> frozenset[str]:

@@ -82,10 +82,7 @@ class AlertingSetup:
 def from_settings(settings: Settings) -> AlertingSetup:
     """The setup of the sections the collector's loader read; errors name the file too."""
     given = settings.source != Settings.source  # the class default: started with no config at all
-    try:
-        return setup(settings.tree, settings.time_zone, configured=given)
-    except ConfigError as exc:
-        raise ConfigError(f"{settings.source}: {exc}" if given else str(exc)) from None
+    return _setup_of(settings.tree, settings.time_zone, settings.source if given else None)
 
 
 def load_alerting(
@@ -94,7 +91,11 @@ def load_alerting(
     """Read the sections (a parsed config document's) and set them up; ``source`` names the config
     they came from (None: there was none, so a P0 or P1 without a route is the default, not worth a
     warning)."""
-    tree = validate(Sections, sections, source)
+    return _setup_of(validate(Sections, sections, source), time_zone, source)
+
+
+def _setup_of(tree: Sections, time_zone: str, source: str | None) -> AlertingSetup:
+    """``setup``, configured when there is a ``source``, its errors naming that config."""
     try:
         return setup(tree, time_zone, configured=source is not None)
     except ConfigError as exc:

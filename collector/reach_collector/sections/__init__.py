@@ -11,7 +11,7 @@ from typing import Annotated, Any, Final
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from reach_collector.config_values import SECTION, Invalid, Section, as_mapping, read, zone
+from reach_collector.config_values import SECTION, Invalid, Section, as_mapping, read, section_keys, zone
 from reach_collector.sections.alerting import AlertingConfig, Quality
 from reach_collector.sections.oncall import EscalationPolicy, Owner, Route, ScheduleSpec, User, named
 from reach_collector.sections.rules import SEVERITIES
@@ -44,6 +44,5 @@ class Sections(Section):
     time_zone: Annotated[str | None, read(zone)] = None
 
 
-NAMES: Final = frozenset(
-    {"alerting", "users", "schedules", "escalation_policies", "routing", "owners", "quality"}
-)
+# The config's top-level keys these are (``time_zone`` is the collector's own, lent to them).
+NAMES: Final = section_keys(Sections) - {"time_zone"}

@@ -24,11 +24,8 @@ from reach_collector.config_values import (
     positive_duration,
     read,
     read_each,
-    section_keys,
     stamp,
-    unknown_key,
     url,
-    validate_here,
     zone,
 )
 
@@ -50,17 +47,26 @@ Stamp = Annotated[datetime, read(stamp)]
 Name = Annotated[str, read(name)]
 
 
-def _schedule_name(value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise Invalid(f"expected a schedule's name, got {value!r}")
-    return value
+def _name_of(what: str) -> Any:
+    """The reader of the name of a ``what`` defined elsewhere in the config, or null."""
+
+    def reader(value: Any) -> str | None:
+        if value is not None and not isinstance(value, str):
+            raise Invalid(f"expected {what}'s name, got {value!r}")
+        return value
+
+    return read(reader)
+
+
+ScheduleName = Annotated[str | None, _name_of("a schedule")]
+PolicyName = Annotated[str | None, _name_of("an escalation policy")]
 
 
 @dataclass(frozen=True, config=SECTION)
 class Targets(Section):
     """Who a step or route notifies: the on-call person of a schedule and/or named users."""
 
-    schedule: Annotated[str | None, read(_schedule_name)] = None
+    schedule: ScheduleName = None
     users: Annotated[tuple[str, ...], read(names)] = ()
 
     @model_validator(mode="after")
@@ -110,18 +116,12 @@ def _action(value: Any) -> str | None:
     return None if value == "none" else value
 
 
-def _policy_name(value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise Invalid(f"expected an escalation policy's name, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True, config=SECTION)
 class Route(Section):
     """What an alert of a severity does: page through a policy or notify targets, and/or an action;
     ``page`` defaults to whether it names anyone."""
 
-    escalation_policy: Annotated[str | None, read(_policy_name)] = None
+    escalation_policy: PolicyName = None
     notify: Targets | None = None
     action: Annotated[str | None, read(_action)] = None  # "deregister" or None
     page: Annotated[bool | None, read(optional(flag))] = None  # None: whether it names anyone
@@ -143,9 +143,9 @@ class Owner(Section):
     """An agent's owner (``owners.<agent>``): a schedule and/or users, or an escalation policy —
     the route its owner-routed alerts take instead of their severity's."""
 
-    schedule: Annotated[str | None, read(_schedule_name)] = None
+    schedule: ScheduleName = None
     users: Annotated[tuple[str, ...], read(names)] = ()
-    escalation_policy: Annotated[str | None, read(_policy_name)] = None
+    escalation_policy: PolicyName = None
 
     @model_validator(mode="after")
     def _one_way(self) -> Owner:
@@ -196,14 +196,11 @@ class ScheduleSpec(Section):
     time_zone: Annotated[str | None, read(zone)] = None  # None: the config's time_zone
 
 
-def named(cls: type[Section]) -> WrapValidator:
+def named(cls: type[Named]) -> WrapValidator:
     """A mapping of entries named by their keys (users, policies): each is ``cls`` given its key as
-    its ``name`` (a ``name:`` key of its own is refused)."""
+    its ``name`` (``Named.under``)."""
 
     def entry(key: str, value: Any) -> Any:
-        spec = as_mapping(value)
-        if "name" in spec:
-            raise Invalid(unknown_key("name", section_keys(cls) - cls.from_key), at="name")
-        return validate_here(cls, {**spec, "name": key})
+        return cls.under(key, as_mapping(value))
 
     return WrapValidator(lambda value, _: read_each(value, entry))

@@ -4,7 +4,6 @@ The rule modules (``alerting.rules``) evaluate these; they read no config themse
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Annotated, Any, Final
 
@@ -19,6 +18,7 @@ from reach_collector.config_values import (
     as_mapping,
     between,
     count,
+    did_you_mean,
     duration,
     flag,
     invalid_all,
@@ -28,8 +28,6 @@ from reach_collector.config_values import (
     positive_duration,
     read,
     read_each,
-    section_keys,
-    unknown_key,
     validate_here,
 )
 
@@ -257,7 +255,7 @@ _BUILT_IN: Final[Mapping[str, type[Section]]] = {
     LATENCY: LatencyRuleConfig,
     HEARTBEAT: HeartbeatRuleConfig,
 }
-RULE_TYPES: Final[Mapping[str, type[Section]]] = {
+RULE_TYPES: Final[Mapping[str, type[Named]]] = {
     "burn_rate": BurnRateRuleConfig,
     "edge_slo": EdgeSLORuleConfig,
     "budget": BudgetRuleConfig,
@@ -284,9 +282,7 @@ def _rule(name: str, value: Any) -> Any:
     kind = RULE_TYPES.get(spec.get("type"))  # type: ignore[arg-type]
     if kind is None:
         raise invalid_all([*_times(spec), _unknown(spec)], spec)
-    if "name" in spec:  # its name is its key
-        raise Invalid(unknown_key("name", (section_keys(kind) | kind.other_keys) - kind.from_key), at="name")
-    return validate_here(kind, {**spec, "name": name})
+    return kind.under(name, spec)  # its name is its key
 
 
 def _unknown(spec: Mapping[str, Any]) -> tuple[str, Invalid]:
@@ -294,8 +290,7 @@ def _unknown(spec: Mapping[str, Any]) -> tuple[str, Invalid]:
     it has none."""
     if "type" in spec:
         given = str(spec["type"])[:40]
-        close = difflib.get_close_matches(given, list(RULE_TYPES), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(given, RULE_TYPES)
         return "type", Invalid(f"unknown type {given!r} (expected one of {', '.join(RULE_TYPES)}){hint}")
     expected = f"{SUCCESS_RATE}, {LATENCY}, {HEARTBEAT}, or a rule with type: {', '.join(RULE_TYPES)}"
     return "", Invalid(f"unknown rule (expected {expected})")

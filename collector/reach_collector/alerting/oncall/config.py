@@ -4,13 +4,12 @@ in their zones, and every schedule, policy and user a route, an owner or a step 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 from reach_collector.alerting.oncall.rotation import Layer, Override, Schedule
-from reach_collector.config_values import ConfigError
+from reach_collector.config_values import ConfigError, did_you_mean
 from reach_collector.sections.oncall import (
     DEFAULT_ROUTING,
     EscalationPolicy,
@@ -90,9 +89,8 @@ def check_references(
     for key, notify in (*notified, *steps):
         for user in notify.users:
             if user not in users:
-                close = difflib.get_close_matches(user, list(users), n=1)
-                hint = f"; did you mean {close[0]}?" if close else ""
                 known = ", ".join(sorted(users)) or "none"
+                hint = did_you_mean(user, users)
                 raise ConfigError(f"{key}.users: {user!r} is not in users (defined: {known}){hint}")
 
 

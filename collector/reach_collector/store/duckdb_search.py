@@ -12,7 +12,7 @@ from typing import Any
 from reach_collector.store.base import TraceFilter
 from reach_collector.store.dialect import DUCKDB
 from reach_collector.store.schema import MERGED, TRACE_COLUMNS, merged
-from reach_collector.store.search import attribute_scans, summary_conditions
+from reach_collector.store.search import attribute_scans, named, summary_conditions
 
 __all__ = ["search_sql", "summary_rows"]
 
@@ -47,9 +47,4 @@ def search_sql(f: TraceFilter) -> tuple[str, list[Any]]:
 def summary_rows(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """The search's rows as dicts (store.schema.TRACE_COLUMNS); a trace without a root is named
     by its first span."""
-    out = []
-    for row in rows:
-        d = dict(zip(TRACE_COLUMNS, row, strict=True))
-        d["root_name"] = d["root_name"] if d["root_name"] is not None else d["first_name"]
-        out.append(d)
-    return out
+    return [named(dict(zip(TRACE_COLUMNS, row, strict=True))) for row in rows]

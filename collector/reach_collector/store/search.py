@@ -19,7 +19,7 @@ from typing import Any
 from reach_collector.store.base import TraceFilter
 from reach_collector.store.dialect import Dialect
 
-__all__ = ["attribute_scans", "summary_conditions"]
+__all__ = ["attribute_scans", "named", "summary_conditions"]
 
 
 def summary_conditions(
@@ -60,3 +60,10 @@ def attribute_scans(f: TraceFilter, dialect: Dialect, spans: str, bound: str) ->
             params.append(f.since_ns)
         out.append((f"SELECT DISTINCT trace_id FROM {spans} WHERE {cond}", params))
     return out
+
+
+def named(summary: dict[str, Any]) -> dict[str, Any]:
+    """A search row as every store answers it: a trace without a root span is named by its first."""
+    if summary["root_name"] is None:
+        summary["root_name"] = summary["first_name"]
+    return summary

@@ -11,7 +11,7 @@ from reach_collector.store.base import TraceFilter
 from reach_collector.store.clickhouse.schema import BUCKET_NS, HOUR_NS, TRACE_AGGREGATES, Layout
 from reach_collector.store.dialect import CLICKHOUSE
 from reach_collector.store.schema import SPAN_NAMES
-from reach_collector.store.search import attribute_scans, summary_conditions
+from reach_collector.store.search import attribute_scans, named, summary_conditions
 from reach_collector.store.summary import SUMMARY
 
 __all__ = ["bounds_sql", "search_sql", "span_row", "spans_sql", "summary_row"]
@@ -97,5 +97,4 @@ def summary_row(row: tuple[Any, ...]) -> dict[str, Any]:
         elif summary.duckdb_type(c) == "BIGINT":
             value = int(value)
         d[c.name] = value
-    d["root_name"] = d["root_name"] if d["root_name"] is not None else d["first_name"]
-    return d
+    return named(d)

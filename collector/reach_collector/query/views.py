@@ -142,11 +142,7 @@ def trace_json(
         kept.append(row)
         spans.append(span_json(row))
     runs = agent_runs(kept)
-    placed = span_tree(
-        [s["span_id"] for s in spans],
-        [s["parent_span_id"] for s in spans],
-        [s["start_time_unix_nano"] for s in spans],
-    )
+    placed = tree_of(spans)
     for i, (row, span) in enumerate(zip(kept, spans, strict=True)):
         if row["operation"] == sc.OP_HANDOFF:
             span["handoff"] = handoff_json(row, runs)
@@ -352,13 +348,18 @@ def span_tree(ids: Sequence[str], parents: Sequence[str | None], starts: Sequenc
     return SpanTree(roots, children, order, depth)
 
 
-def build_tree(spans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The nested ``roots`` of ``spans`` (span_tree): each span with its ``children``."""
+def tree_of(spans: Sequence[Mapping[str, Any]]) -> SpanTree:
+    """span_tree over span objects of the §9 JSON."""
     return span_tree(
         [s["span_id"] for s in spans],
         [s["parent_span_id"] for s in spans],
         [s["start_time_unix_nano"] for s in spans],
-    ).nest(spans)
+    )
+
+
+def build_tree(spans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The nested ``roots`` of ``spans`` (span_tree): each span with its ``children``."""
+    return tree_of(spans).nest(spans)
 
 
 def summary_json(row: dict[str, Any]) -> dict[str, Any]:

@@ -48,7 +48,8 @@ GO_UNITS: Final = ("ns", "us", "µs", "ms", "s", "m", "h")  # Go's time.ParseDur
 WINDOW_UNITS: Final = ("s", "m", "h", "d")  # metric windows and steps
 FORM: Final = "a duration like 250ms, 30s, 5m, 1h30m or 7d"
 _DIGITS: Final = frozenset("0123456789")  # ASCII only: str.isdigit() also takes '٣' and '²'
-# (unit, length in seconds), largest first: a rounded length names two adjacent units at most.
+# (unit, length in seconds), largest first: an exact length is spelt in the largest that divides
+# it; a rounded length names two adjacent units at most.
 _ROUNDED: Final = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
@@ -122,7 +123,7 @@ def format_duration_s(seconds: float, *, exact: bool = True) -> str:
     a minute to two figures or whole units, above it to the smaller of two adjacent units)."""
     if not exact:
         return _rounded(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+    for unit, size in _ROUNDED[:-1]:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     if seconds == int(seconds):

@@ -59,9 +59,6 @@ class IngestService:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.writer = writer
-        # The compiled decoder leaves the trace parts out for a store that computes them itself
-        # (``writer.wants_parts``); its defaults otherwise.
-        self._compiled_options: dict[str, bool] = {} if writer.wants_parts else {"parts": False}
         # (a logs request's batch) once decoded; (store, rows) once evaluation rows are stored,
         # on the writer thread: what /metrics counts.
         self._on_logs = on_logs
@@ -188,7 +185,7 @@ class IngestService:
             return None
         cost.check(measured, self.max_row_bytes)
         try:
-            batch = fast.flatten_protobuf(raw, **self._compiled_options)
+            batch = fast.flatten_protobuf(raw, self.writer.wants_parts)
         except MemoryError as exc:
             raise cost.out_of_memory("decoding") from exc
         return None if batch is None else self._count(batch)
@@ -203,7 +200,7 @@ class IngestService:
             self.max_row_bytes,
         )
         if raw is not None and fast.enabled():
-            batch = fast.flatten_protobuf(raw, **self._compiled_options)
+            batch = fast.flatten_protobuf(raw, self.writer.wants_parts)
             if batch is not None:
                 return self._count(batch)
         if self.pool is None or raw is None:

@@ -6,6 +6,7 @@ them. Real DuckDB stores, a real collector over HTTP, lookups slowed or held by 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -121,14 +122,25 @@ def _handoffs(url: str) -> dict[tuple[str, str, str], float]:
     return out
 
 
+@contextlib.contextmanager
+def _collector(tmp_path: Path) -> Iterator[tuple[Any, str]]:
+    """A real collector app on a DuckDB file, served over HTTP: (the app, its URL); the store is
+    closed after the app has shut down."""
+    db = tmp_path / "traces.duckdb"
+    store = DuckDBStore(db)
+    app = create_app(replace(Settings(db=str(db)), retention_s=0), store=store, alert_loop=False)
+    try:
+        with ServerThread(app) as server:
+            yield app, server.url
+    finally:
+        store.close()
+
+
 def test_an_ingest_request_is_acknowledged_without_waiting_for_a_slow_lookup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow = Held(handoff_counts.rows_of_traces, delay_s=SLOW_S)
     monkeypatch.setattr(handoff_counts, "rows_of_traces", slow)
-    db = tmp_path / "traces.duckdb"
-    store = DuckDBStore(db)
-    app = create_app(replace(Settings(db=str(db)), retention_s=0), store=store, alert_loop=False)
     trace = bytes.fromhex(new_trace_id())
     start = time.time_ns() - 5 * S
     pb = {"content-type": "application/x-protobuf"}
@@ -138,29 +150,24 @@ def test_an_ingest_request_is_acknowledged_without_waiting_for_a_slow_lookup(
         sc.REACH_HANDOFF_SOURCE: "A",
         sc.REACH_HANDOFF_TARGET: "B",
     }
-    try:
-        with ServerThread(app) as server:
-            # The target ran (and was exported) first; its handoff, with no recorded outcome, comes
-            # in a later request and is looked up in the store: the lookup takes SLOW_S.
-            first = httpx.post(
-                server.url + "/v1/traces", content=_otlp(trace, [(start, start + S, target)]), headers=pb
-            )
-            assert first.status_code == 200
-            began = time.perf_counter()
-            body = _otlp(trace, [(start - S, start + 2 * S, handoff)])
-            second = httpx.post(server.url + "/v1/traces", content=body, headers=pb, timeout=10)
-            acknowledged = time.perf_counter() - began
-            assert second.status_code == 200
-            assert slow.started.wait(5)
-            assert acknowledged < SLOW_S / 2, f"acknowledged after {acknowledged:.3f}s"
-            assert not slow.finished.is_set()  # the 200 came while the lookup was still running
-            # A scrape waits for the lookups queued before it: the handoff is there, counted once.
-            assert _handoffs(server.url) == {("B", "committed", "true"): 1.0}
-            assert _handoffs(server.url) == {("B", "committed", "true"): 1.0}
-        assert slow.calls == 1
-        assert not app.state.exposition.lookups.running  # the app stopped its worker on shutdown
-    finally:
-        store.close()
+    with _collector(tmp_path) as (app, url):
+        # The target ran (and was exported) first; its handoff, with no recorded outcome, comes
+        # in a later request and is looked up in the store: the lookup takes SLOW_S.
+        first = httpx.post(url + "/v1/traces", content=_otlp(trace, [(start, start + S, target)]), headers=pb)
+        assert first.status_code == 200
+        began = time.perf_counter()
+        body = _otlp(trace, [(start - S, start + 2 * S, handoff)])
+        second = httpx.post(url + "/v1/traces", content=body, headers=pb, timeout=10)
+        acknowledged = time.perf_counter() - began
+        assert second.status_code == 200
+        assert slow.started.wait(5)
+        assert acknowledged < SLOW_S / 2, f"acknowledged after {acknowledged:.3f}s"
+        assert not slow.finished.is_set()  # the 200 came while the lookup was still running
+        # A scrape waits for the lookups queued before it: the handoff is there, counted once.
+        assert _handoffs(url) == {("B", "committed", "true"): 1.0}
+        assert _handoffs(url) == {("B", "committed", "true"): 1.0}
+    assert slow.calls == 1
+    assert not app.state.exposition.lookups.running  # the app stopped its worker on shutdown
 
 
 # --- (b) a later batch and a running lookup settle a handoff once ----------------------------------
@@ -299,31 +306,24 @@ def test_an_evaluation_is_acknowledged_without_waiting_for_its_agent_lookup(
 
     slow = Held(evaluations.owners_of, delay_s=SLOW_S)
     monkeypatch.setattr(evaluations, "owners_of", slow)
-    db = tmp_path / "traces.duckdb"
-    store = DuckDBStore(db)
-    app = create_app(replace(Settings(db=str(db)), retention_s=0), store=store, alert_loop=False)
     trace = bytes.fromhex(new_trace_id())
     start = time.time_ns() - 5 * S
     agent = {sc.GEN_AI_OPERATION_NAME: sc.OP_AGENT, sc.GEN_AI_AGENT_NAME: "Billing"}
-    try:
-        with ServerThread(app) as server:
-            body = _otlp(trace, [(start, start + S, agent)])
-            posted = httpx.post(
-                server.url + "/v1/traces", content=body, headers={"content-type": "application/x-protobuf"}
-            )
-            assert posted.status_code == 200
-            began = time.perf_counter()
-            verdict = {"trace_id": trace.hex(), "label": "good"}
-            answer = httpx.post(server.url + "/api/feedback", json=verdict, timeout=10)
-            acknowledged = time.perf_counter() - began
-            assert answer.status_code == 202
-            assert slow.started.wait(5)
-            assert acknowledged < SLOW_S / 2, f"acknowledged after {acknowledged:.3f}s"
-            assert not slow.finished.is_set()  # stored and answered while the lookup still ran
-            # A scrape waits for the lookups queued before it: the verdict is counted, once, under
-            # the agent of the trace's root span.
-            assert _evaluations(server.url) == {("Billing", "user_feedback", "good"): 1.0}
-            assert _evaluations(server.url) == {("Billing", "user_feedback", "good"): 1.0}
-        assert slow.calls == 1
-    finally:
-        store.close()
+    with _collector(tmp_path) as (_, url):
+        body = _otlp(trace, [(start, start + S, agent)])
+        pb = {"content-type": "application/x-protobuf"}
+        posted = httpx.post(url + "/v1/traces", content=body, headers=pb)
+        assert posted.status_code == 200
+        began = time.perf_counter()
+        verdict = {"trace_id": trace.hex(), "label": "good"}
+        answer = httpx.post(url + "/api/feedback", json=verdict, timeout=10)
+        acknowledged = time.perf_counter() - began
+        assert answer.status_code == 202
+        assert slow.started.wait(5)
+        assert acknowledged < SLOW_S / 2, f"acknowledged after {acknowledged:.3f}s"
+        assert not slow.finished.is_set()  # stored and answered while the lookup still ran
+        # A scrape waits for the lookups queued before it: the verdict is counted, once, under the
+        # agent of the trace's root span.
+        assert _evaluations(url) == {("Billing", "user_feedback", "good"): 1.0}
+        assert _evaluations(url) == {("Billing", "user_feedback", "good"): 1.0}
+    assert slow.calls == 1

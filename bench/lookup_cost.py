@@ -12,9 +12,10 @@ Then, for the same random traces:
   span read the range bounds;
 - the span read with fewer columns, one column at a time, and by row id (the same rows found
   without any filter), to tell finding the rows from reading them;
-- the span read through an ART index on ``spans.trace_id`` (built here, on a copy): its size, and
-  what a lookup through it waits for while a checkpoint runs, beside one that scans the trace's
-  time range (as the collector's read does).
+- the span read through an ART index on the lower-cased trace id (built here, on copies): its
+  size, the read through it beside the time-range read for traces of 20 to 1 000 spans, whether a
+  filter on ``trace_id`` itself still scans, what each read waits for while a checkpoint runs, and
+  what the index adds to deleting old spans (retention).
 
     python bench/lookup_cost.py [--requests 800] [--lookups 300]
 """
@@ -142,37 +143,64 @@ def the_statements(db: Path, ids: list[str]) -> tuple[dict[str, Timings], list[t
     return out, sorted(per_column, reverse=True)
 
 
-def through_an_index(db: Path, ids: list[str], spans: int) -> tuple[dict[str, Timings], str]:
-    """An ART index on spans.trace_id, on a copy of ``db``: the read through it, its size, and a
-    read through it and one that scans, each started while a checkpoint runs."""
+def _median_ms(con: Any, sql: str, params: list[Any], times: int = 9) -> float:
+    spent = []
+    for _ in range(times):
+        began = time.perf_counter()
+        con.execute(sql, params).fetchall()
+        spent.append((time.perf_counter() - began) * 1000)
+    return _pct(spent, 0.5)
+
+
+def through_an_index(db: Path, ids: list[str], spans: int) -> tuple[dict[str, Timings], list[str]]:
+    """An ART index on the spans' lower-cased trace id, on copies of ``db``: what it costs to build
+    and keep, the read through it for traces of growing size beside the time-range read, whether
+    a filter on ``trace_id`` itself still scans, what a read through it and one that scans wait for
+    while a checkpoint runs, and what it adds to deleting old spans."""
     import duckdb
 
     from reach_collector.store.schema import SPAN_NAMES
 
-    copy = db.with_name("indexed.duckdb")
+    columns = ", ".join(SPAN_NAMES)
+    by_index = f"SELECT {columns} FROM spans WHERE lower(trace_id) = ? ORDER BY start_ns, span_id"
+    by_range = (
+        f"SELECT {columns} FROM spans WHERE trace_id = ? AND start_ns BETWEEN ? AND ?"
+        " ORDER BY start_ns, span_id"
+    )
+    copy, bare = db.with_name("indexed.duckdb"), db.with_name("bare.duckdb")
     shutil.copy(db, copy)
+    shutil.copy(db, bare)
     con = duckdb.connect(str(copy))
     con.execute("SET threads = 1")
     con.execute("SET checkpoint_threshold = '16GB'")
     started = time.perf_counter()
-    con.execute("CREATE INDEX spans_trace_id ON spans (trace_id)")
+    con.execute("CREATE INDEX spans_trace ON spans ((lower(trace_id)))")
     built = time.perf_counter() - started
-    size = sum(
-        r[0]
-        for r in con.execute(
-            "SELECT memory_usage_bytes FROM duckdb_memory() WHERE tag = 'ART_INDEX'"
-        ).fetchall()
-    )
-    sql = f"SELECT {', '.join(SPAN_NAMES)} FROM spans WHERE trace_id = ? ORDER BY start_ns, span_id"
-    out = {
-        "span read through the index, all columns": _timed(ids, lambda t: con.execute(sql, [t]).fetchall())
-    }
+    memory = "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'ART_INDEX'"
+    size = int(con.execute(memory).fetchall()[0][0] or 0)
+    out = {"span read through the index": _timed(ids, lambda t: con.execute(by_index, [t]).fetchall())}
+    plan = con.execute("EXPLAIN ANALYZE SELECT span_id FROM spans WHERE trace_id = ?", [ids[0]]).fetchall()
+    scans = "Sequential Scan" in plan[0][1]
+    # Traces of growing size: copies of consecutive rows under new ids, checkpointed.
+    sizes = []
+    for n in (20, 60, 250, 1000):
+        trace_id = f"{n:032x}"
+        con.execute(
+            f"INSERT INTO spans SELECT * REPLACE ('{trace_id}' AS trace_id) FROM spans"
+            f" WHERE rowid BETWEEN {100_000 + n} AND {100_000 + 2 * n - 1}"
+        )
+        sizes.append((n, trace_id))
+    con.execute("CHECKPOINT")
+    by_size = []
+    for n, trace_id in sizes:
+        low, high = con.execute(
+            "SELECT min(start_ns), max(start_ns) FROM spans WHERE trace_id = ?", [trace_id]
+        ).fetchall()[0]
+        scan = _median_ms(con, by_range, [trace_id, low, high])
+        index = _median_ms(con, by_index, [trace_id])
+        by_size.append(f"{n} spans {index:.1f} / {scan:.1f}")
     # Rows appended since the last checkpoint, so that the next one has work to do.
     more = con.sql("SELECT * FROM spans LIMIT 200000").to_arrow_table()  # noqa: F841
-    con.execute("INSERT INTO spans SELECT * FROM more")
-    scanning = con.cursor()
-    scanning.execute("SET SESSION index_scan_max_count = 0")
-    scanning.execute("SET SESSION index_scan_percentage = 0")
     held: dict[str, float] = {}
     checkpoint: list[float] = []
 
@@ -184,28 +212,35 @@ def through_an_index(db: Path, ids: list[str], spans: int) -> tuple[dict[str, Ti
     (low, high) = con.execute(
         "SELECT first_start_ns, last_end_ns FROM traces WHERE trace_id = ?", [ids[0]]
     ).fetchall()[0]
-    bounded = f"SELECT {', '.join(SPAN_NAMES)} FROM spans WHERE trace_id = ? AND start_ns BETWEEN ? AND ?"
-    reads = (
-        ("through the index", con.cursor(), sql, [ids[0]]),
-        ("scanning", scanning, bounded, [ids[0], low, high]),
-    )
-    for label, cursor, statement, params in reads:
+    for label, statement, params in (("index", by_index, [ids[0]]), ("range", by_range, [ids[0], low, high])):
         con.execute("INSERT INTO spans SELECT * FROM more")
         writer = threading.Thread(target=run_checkpoint)
         writer.start()
         time.sleep(0.05)
         began = time.perf_counter()
-        cursor.execute(statement, params).fetchall()
+        con.cursor().execute(statement, params).fetchall()
         held[label] = (time.perf_counter() - began) * 1000
         writer.join()
     con.close()
-    note = (
-        f"ART index on spans.trace_id over {spans:,} spans: built in {built:.2f} s,"
-        f" {size / 2**20:.1f} MiB in memory; a span read started 50 ms into a checkpoint"
-        f" ({checkpoint[0]:.2f} s, {checkpoint[1]:.2f} s): {held['through the index']:.1f} ms through"
-        f" the index, {held['scanning']:.1f} ms scanning (index scans off, within the trace's time range)"
-    )
-    return out, note
+    deletes = {}
+    for label, path in (("index", copy), ("bare", bare)):
+        con = duckdb.connect(str(path))
+        middle = con.execute("SELECT quantile_disc(start_ns, 0.5) FROM spans").fetchall()[0][0]
+        began = time.perf_counter()
+        deleted = con.execute("DELETE FROM spans WHERE start_ns < ?", [middle]).fetchall()[0][0]
+        deletes[label] = (time.perf_counter() - began, deleted)
+        con.close()
+    notes = [
+        f"ART index on lower(trace_id) over {spans:,} spans: built in {built:.2f} s,"
+        f" {size / 2**20:.1f} MiB in memory; a filter on trace_id itself"
+        f" {'still scans' if scans else 'reads through it'}",
+        "read through the index / by time range, p50 ms: " + ", ".join(by_size),
+        f"a span read started 50 ms into a checkpoint ({checkpoint[0]:.2f} s, {checkpoint[1]:.2f} s):"
+        f" {held['index']:.1f} ms through the index, {held['range']:.1f} ms by time range",
+        f"deleting the older half ({deletes['bare'][1]:,} spans): {deletes['index'][0]:.2f} s with the"
+        f" index, {deletes['bare'][0]:.2f} s without",
+    ]
+    return out, notes
 
 
 def main() -> None:
@@ -225,12 +260,12 @@ def main() -> None:
         print(f"{spans:,} heavy spans, {len(trace_ids):,} traces, {size:.0f} MiB; checkpointed")
         print("\n| phase | p50 ms | p99 ms |\n|---|---|---|")
         statements, per_column = the_statements(db, ids)
-        indexed, note = through_an_index(db, ids, spans)
+        indexed, notes = through_an_index(db, ids, spans)
         for name, t in {**the_collectors_read(db, ids), **statements, **indexed}.items():
             print(f"| {name} | {t['p50']:.2f} | {t['p99']:.2f} |")
         print("\nspan read of one column, p50 ms (the dearest six, then the cheapest):")
         print(", ".join(f"{c} {ms:.2f}" for ms, c in [*per_column[:6], per_column[-1]]))
-        print(note)
+        print("\n".join(notes))
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
